@@ -121,6 +121,12 @@ class Var(PrimExpr):
         return f"Var({self.name!r}, {self.dtype})"
 
 
+def is_tensor_map(e: Any) -> bool:
+    """Whether ``e`` is a variable of type ``T.TensorMap()`` (a CUDA tensor-map descriptor)."""
+    ann = e.type_annotation if isinstance(e, Var) else None
+    return isinstance(ann, PointerType) and ann.is_tensor_map
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SizeVar(Var):
     """A variable known to be non-negative (a symbolic size)."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from . import op as op_registry
 from .errors import TVMSError
 from .dtype import DataType, handle
-from .expr import Call, PrimExpr
+from .expr import Call, PrimExpr, is_tensor_map
 
 ADDR_OP = "tirx.ptx.addr"  # T.ptx.addr(base, byte_offset): a pure address expression
 _FLAG = re.compile(r"pred|keep|[ps]\d+")
@@ -436,13 +436,32 @@ def address(space: str, value: PrimExpr, what: str) -> PrimExpr:
         if dtype == "uint32":
             return value
         raise TVMSError(f"{what} is a shared-memory address: a pointer or a uint32 shared address, not {dtype}")
+    if dtype == "uint64" or _tensor_map_address(value):  # (TVM's T.address_of(A_map) is a uint64)
+        return Call(handle, op_registry.get_op("tir.reinterpret"), (value,))
     if dtype == "handle":
         return value
-    if dtype == "uint64":
-        return Call(handle, op_registry.get_op("tir.reinterpret"), (value,))
     if dtype == "uint32":
         raise TVMSError(f"{what} is a uint32, an address of the shared state space only")
     raise TVMSError(f"{what} is an address: a pointer or a uint64 handle, not {dtype}")
+
+
+def _tensor_map_address(value: PrimExpr) -> bool:
+    """Whether ``value`` is ``T.address_of(A_map)`` of a tensor map (TVM types it uint64; tvms's
+    address_of is a handle whatever it points to)."""
+    return (isinstance(value, Call) and getattr(value.op, "name", "") == "tir.address_of"
+            and is_tensor_map(value.args[0]))
+
+
+def argument_spaces(entry: Entry, strings: tuple[str, ...]) -> list[str | None]:
+    """Per expression argument of a printed call of ``entry`` (``strings``: its tokens and marker),
+    the address space of the operand it is (None: not an address, or the predicate), for
+    ``address``: TVM's reading coerces the printed form's addresses as the chain form's."""
+    *tokens, marker = strings
+    flags, mods = parse_marker(marker), entry.modifiers(tuple(tokens))
+    spaces = []
+    for (n, _, _), operand in zip(entry.layout(tuple(tokens)) or (), entry.operands):
+        spaces += [at_modifiers(operand.space, mods)] * n
+    return [space for i, space in enumerate(spaces) if i not in flags.sunk] + [None] * flags.pred
 
 
 def _first_open(entry: Entry, filled: tuple, word: str) -> int | None:

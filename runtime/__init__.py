@@ -14,9 +14,10 @@ from . import module, py_funcs, thread_pool, vm  # noqa: E402,F401
 
 
 def _load_registrations() -> None:
-    """The cuda kernel loader, the cpu_blas kernel (with numpy's operators), the reference
-    executor's evaluation of a Relax expression (FoldConstant's), the run-time sequences',
-    strings', random draws' and image decoding's functions register when first looked up."""
+    """The cuda kernel loader (and its tensor-map encoder, runtime.cuTensorMapEncodeTiled), the
+    cpu_blas kernel (with numpy's operators), the reference executor's evaluation of a Relax
+    expression (FoldConstant's), the run-time sequences', strings', random draws' and image
+    decoding's functions register when first looked up."""
     from . import cpu_blas, cuda_module, image_decode, random_ops, reference_relax, sequence, string_ops  # noqa: F401
 
 

@@ -14,7 +14,9 @@ reference executor on host arrays, so this evaluator is tested without a GPU.
 
 A launcher has ``buffer(arg, where) -> (pointer, shape, numpy dtype)`` (what the kernel gets
 for a buffer argument, and its shape to check), ``allocate(dtype, count) -> pointer`` and
-``launch(kernel, values, dims)`` (``dims`` a ``Launch``); where it has ``begin_call()`` and
+``launch(kernel, values, dims)`` (``dims`` a ``Launch``), and ``tensor_map()`` for a slot that
+``runtime.cuTensorMapEncodeTiled`` encodes (``cuda_tensor_map``; the host makes one for each
+``T.tvm_stack_alloca("tensormap", 1)`` and calls the encoder with ``T.call_packed``); where it has ``begin_call()`` and
 ``end_call()``, a call of a host function that allocates is made between them (the
 workspaces are the call's until it ends).
 """
@@ -29,6 +31,9 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.host_program import DYNAMIC_SHARED
 
+from tvms.ir.registry import get_global_func
+
+from .cuda_tensor_map import check_slot  # (and runtime.cuTensorMapEncodeTiled registered)
 from .reference import _bind_dim, cast_value, compact_strides, compile_expr, numpy_dtype
 
 _AXES = ("x", "y", "z")
@@ -148,6 +153,10 @@ class HostRunner:
         return seq
 
     def s_LetStmt(self, s: S.LetStmt) -> Any:
+        if is_tensor_map_slot(s.value):
+            count = s.value.args[1]
+            check_slot("tensormap", count.value if isinstance(count, E.IntImm) else count)
+            return self._tensor_map(s.var, self.stmt(s.body))
         var, value, body = s.var, self.value(s.value), self.stmt(s.body)
 
         def let(env: dict, launcher: Any) -> None:
@@ -185,6 +194,18 @@ class HostRunner:
                 body(env, launcher)
         return loop
 
+    def _tensor_map(self, var: E.Var, body: Any) -> Any:
+        name = self.name
+
+        def slot(env: dict, launcher: Any) -> None:
+            make = getattr(launcher, "tensor_map", None)
+            if make is None:
+                raise TVMSError(f"{name}: the host function makes a CUDA tensor map, which "
+                                f"{type(launcher).__name__} cannot")
+            env[var] = make()
+            body(env, launcher)
+        return slot
+
     def s_DeclBuffer(self, s: S.DeclBuffer) -> Any:
         return self.stmt(s.body)  # (its data is a variable already bound: a parameter's, or a let's)
 
@@ -211,12 +232,32 @@ class HostRunner:
 
     def s_Evaluate(self, s: S.Evaluate) -> Any:
         call = s.value
-        if not (isinstance(call, E.Call) and getattr(call.op, "name", "") == "tir.call_ffi_kernel"):
+        op = getattr(getattr(call, "op", None), "name", "")
+        if op == "tir.tvm_call_packed":
+            return self.call_packed(call)
+        if op != "tir.call_ffi_kernel":
             if isinstance(call, (E.IntImm, E.FloatImm)):
                 return _nothing  # (T.evaluate(0): nothing to do)
             return _failing(f"{self.name}: the CUDA host function calls {getattr(call, 'op', call)}; "
-                            f"it only launches kernels (T.call_ffi_kernel)")
+                            f"it only launches kernels (T.call_ffi_kernel) and calls global functions "
+                            f"(T.call_packed)")
         return self.launch(call)
+
+    def call_packed(self, call: E.Call) -> Any:
+        """``T.call_packed(name, args...)``: the global function ``name`` (``runtime.cuTensorMapEncodeTiled``
+        encodes a tensor map before the launch that reads it) called with the arguments' values."""
+        if not isinstance(call.args[0], E.StringImm):
+            return _failing(f"{self.name}: T.call_packed needs the global function's name as a string")
+        name = call.args[0].value
+        function = get_global_func(name, allow_missing=True)
+        if function is None:
+            return _failing(f"{self.name}: the host function calls the global function {name!r}, "
+                            f"which is not registered")
+        values = [self.value(a) for a in call.args[1:]]
+
+        def packed(env: dict, launcher: Any) -> None:
+            function(*[value(env) for value in values])
+        return packed
 
     def launch(self, call: E.Call) -> Any:
         name = str(call.args[0].value)
@@ -243,6 +284,12 @@ class HostRunner:
                 dims = known[at] = launch_dims(launch_params, at, name)
             launcher.launch(kernel, [value(env) for value in values], dims)
         return launch
+
+
+def is_tensor_map_slot(value: Any) -> bool:
+    """Whether ``value`` is ``T.tvm_stack_alloca("tensormap", 1)``: a slot for one CUDA tensor map."""
+    return (isinstance(value, E.Call) and getattr(value.op, "name", "") == "tir.tvm_stack_alloca"
+            and isinstance(value.args[0], E.StringImm) and value.args[0].value == "tensormap")
 
 
 def _nothing(env: dict, launcher: Any) -> None:

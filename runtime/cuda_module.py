@@ -14,6 +14,7 @@ how the host side and the argument passing are checked on a machine without a GP
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 from typing import Any, Callable
@@ -21,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tvms.ir import expr as E
+from tvms.ir import ptx
 from tvms.ir import stmt as S
 from tvms.ir.buffer import element_bytes
 from tvms.ir.errors import TVMSError
@@ -30,11 +32,29 @@ from tvms.ir.visitor import collect
 from . import cuda_driver
 from .cuda_host import HostRunner, Launch, bind_arguments
 from .cuda_pool import BlockPool
+from .cuda_tensor_map import NAME as ENCODE_TENSOR_MAP, DeviceTensorMap, ReferenceTensorMap
 from .cuda_tensor import CudaTensor
 from .device import CPU, CUDA, Device, missing_reason
 from .module import Module, TimingResult
 from .reference import compile_expr, run_prim_func
 from .tir_values import numpy_dtype
+
+
+class TensorMapParameter(ctypes.Structure):
+    """A kernel's ``const __grid_constant__ CUtensorMap`` parameter: the 128 bytes, by value."""
+
+    _fields_ = [("opaque", ctypes.c_uint64 * 16)]
+
+    def __init__(self, words: tuple) -> None:
+        super().__init__((ctypes.c_uint64 * 16)(*words))
+
+
+def _by_value(tmap: DeviceTensorMap, kernel: str) -> tuple:
+    """The 128 bytes of an encoded map, as a kernel takes them."""
+    if tmap.words is None:
+        raise TVMSError(f"kernel {kernel} is launched with a tensor map that was never encoded "
+                        f"(runtime.cuTensorMapEncodeTiled before the launch)")
+    return tmap.words
 
 
 class ReferenceLauncher:
@@ -54,6 +74,9 @@ class ReferenceLauncher:
 
     def allocate(self, dtype: Any, count: int) -> np.ndarray:
         return np.zeros(count, numpy_dtype(dtype))
+
+    def tensor_map(self) -> ReferenceTensorMap:
+        return ReferenceTensorMap()
 
     def launch(self, kernel: Any, values: list, dims: Launch) -> None:
         if getattr(kernel, "binary_only", False):
@@ -138,6 +161,9 @@ class DriverLauncher:
             raise TVMSError(f"{where}: the tensor is on {arg.device}; the call runs on cuda:{self.index}")
         return arg.ptr, arg.shape, arg.numpy_dtype
 
+    def tensor_map(self) -> DeviceTensorMap:
+        return DeviceTensorMap()
+
     def allocate(self, dtype: Any, count: int) -> int:
         calls = self._calls
         block = self.workspaces.take(count * numpy_dtype(dtype).itemsize, calls.stream)
@@ -151,10 +177,12 @@ class DriverLauncher:
             module = self._loaded.get(id(artifact))
             if module is None:
                 module = self._loaded[id(artifact)] = self._load(artifact)
-            types = [cuda_driver.c_type(str(p.dtype)) for p in kernel.func.params]
+            types = [TensorMapParameter if E.is_tensor_map(p) else cuda_driver.c_type(str(p.dtype))
+                     for p in kernel.func.params]
             found = self._kernels[id(kernel)] = (module, types)
         module, types = found
         fn = module.function(kernel.name, dims.shared_bytes)
+        values = [_by_value(v, kernel.name) if isinstance(v, DeviceTensorMap) else v for v in values]
         cuda_driver.launch(fn, dims.grid, dims.block, dims.shared_bytes, self.stream, zip(types, values))
 
     def _load(self, artifact: Any) -> cuda_driver.LoadedModule:
@@ -251,20 +279,39 @@ def _nothing() -> None:
 
 
 def written_arguments(host: Any, kernels: dict) -> tuple:
-    """Indices of the host's buffer parameters that a kernel it launches stores into."""
+    """Indices of the host's buffer parameters that a kernel it launches stores into (or copies
+    into with a TMA store, through a tensor map the host encoded for that buffer)."""
     data = {buf.data: k for k, p in enumerate(host.params) if (buf := host.buffer_map.get(p)) is not None}
     written = set()
+    maps = {call.args[1]: data[call.args[4]] for call in collect(host.body, E.Call)  # (map -> its buffer)
+            if getattr(call.op, "name", "") == "tir.tvm_call_packed" and isinstance(call.args[0], E.StringImm)
+            and call.args[0].value == ENCODE_TENSOR_MAP and len(call.args) > 4 and call.args[4] in data}
     for call in collect(host.body, E.Call):
         if getattr(call.op, "name", "") != "tir.call_ffi_kernel":
             continue
         kernel = kernels.get(str(call.args[0].value))
         if kernel is None:
             continue
-        stored = {s.buffer.data for s in collect(kernel.func.body, S.BufferStore)}
+        stored = {s.buffer.data for s in collect(kernel.func.body, S.BufferStore)} | stored_tensor_maps(kernel.func)
         for param, arg in zip(kernel.func.params, call.args[1:]):
             if param in stored and arg in data:
                 written.add(data[arg])
+            elif param in stored and arg in maps:
+                written.add(maps[arg])
     return tuple(sorted(written))
+
+
+def stored_tensor_maps(func: Any) -> set:
+    """The tensor-map parameters of ``func`` that a TMA copy to global memory goes through."""
+    found = set()
+    for call in collect(func.body, E.Call):
+        entry = ptx.ENTRIES.get(getattr(call.op, "name", None))
+        if entry is not None and entry.name.startswith(_TMA_STORES):
+            found |= {v for v in collect(call, E.Var) if E.is_tensor_map(v)}
+    return found
+
+
+_TMA_STORES = ("cp_async_bulk_tensor_s2g", "cp_reduce_async_bulk_tensor")
 
 
 class SourceModule:

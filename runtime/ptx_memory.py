@@ -5,7 +5,7 @@ the flat numpy array of a buffer) and a byte offset in it. Pointers (``A.data``,
 ``T.address_of(A[i])``, ``T.tvm_access_ptr``) are addresses as they are; ``T.ptx.addr(base,
 bytes)`` adds to one. Integer addresses are numbers in two windows the executor lays out as the
 memories are first asked for: the block's shared window (``T.cuda.cvta_generic_to_shared``,
-``cvta.to.shared``: a uint32, from 1024, each allocation 128-byte aligned) and the generic one
+``cvta.to.shared``: a uint32, from 1024, each allocation 1024-byte aligned) and the generic one
 of the launch (``cvta.to.global``, ``cvta.shared``: a uint64, from 2**40, each allocation 1 MiB
 aligned). An integer outside every allocation of its window is refused, and so is an access out
 of its memory's bounds or not aligned to its size (a vector's: the whole vector's), as PTX
@@ -81,7 +81,20 @@ class _Window:
 
 
 def _shared_window(block: Any) -> _Window:
-    return block.memory.setdefault("ptx.shared_window", _Window(1024, 128))
+    # (1024-byte aligned: the period of the 128-byte swizzle, which TMA copies and wgmma operands
+    # apply to the address bits, so a buffer's swizzle starts at its first byte as on a GPU)
+    return block.memory.setdefault("ptx.shared_window", _Window(1024, 1024))
+
+
+def shared_window_address(block: Any, address: Address) -> int:
+    """The number of a shared-memory ``address`` in the block's shared window."""
+    return _shared_window(block).address(address)
+
+
+def swizzled(address: Any, width: int) -> Any:
+    """The physical byte of a logical shared address under a swizzle of ``width`` bytes (32, 64,
+    128): its 16-byte chunk within the width XORed with the address's 128-byte row (bits 7..)."""
+    return address ^ ((address >> 7 & (width // 16 - 1)) << 4)
 
 
 def _generic_window(block: Any) -> _Window:

@@ -56,7 +56,7 @@ from tvms.ir.expr import PrimType
 from tvms.ir import op as op_registry
 from tvms.ir.op import loop_control
 
-from . import reference_dma
+from . import reference_dma, reference_tma
 from .reference_positions import negative_index, vector_element, vector_positions
 from .reference_kernel import KernelCodegen
 from .reference_ptx_dialect import PtxDialectCodegen
@@ -246,7 +246,9 @@ class _Compiler:
             # (the bits of the argument's own type: a constant arrives as a plain Python number)
             return self._call(reinterpret_bits, self.name(e.dtype, "_t"), self.name(e.args[0].dtype, "_t"),
                               self.src(e.args[0]))
-        fn = INTRINSICS.get(name)
+        if name == "tir.tvm_stack_alloca" and all(isinstance(a, (E.StringImm, E.IntImm)) for a in e.args[:2]):
+            reference_tma.check_slot(e.args[0].value, e.args[1].value)  # (refused before the function runs)
+        fn = INTRINSICS.get(name) or reference_tma.HOST_INTRINSICS.get(name)
         if fn is None:
             shown = f" (T.{op_registry.info_of(op).script_name})" if isinstance(op, E.Op) else ""
             raise TVMSError(f"the reference executor does not implement the intrinsic {name!r}{shown}")

@@ -26,7 +26,9 @@ scheduler, ``(kind, site, *payload)``:
 * ``WARP_VOTE``: CUDA's warp votes and reductions (``T.cuda.ballot_sync``, ``any_sync``,
   ``reduce_add_sync_u32``, ``reduce_min_sync_u32``, ``warp_reduce``) and the PTX dialect's
   (``T.ptx.shfl_sync``, ``vote_sync``, ...: a function of the lanes' values, reference_ptx_dialect),
-  answered as the shuffles.
+  answered as the shuffles;
+* ``MBARRIER``: ``T.cuda.mbarrier_wait``, with a function that tells whether the phase it waits
+  for has completed (reference_tma): answered as soon as it has, whatever the other threads do.
 
 A kernel without any such point is a plain function, run thread after thread (the fast path).
 Otherwise ``run_block`` runs the threads of a block round-robin: each runs until it waits, and
@@ -52,7 +54,7 @@ from tvms.ir.errors import TVMSError
 
 from . import reference_ptx, reference_wmma
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE = range(10)
+BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE, MBARRIER = range(11)
 _WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX, WARP_VOTE)
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -114,6 +116,12 @@ class Kernel:
         return len(self.sites) - 1
 
 
+def bulk_reads_key(root: Any) -> tuple:
+    """The key of ``Block.in_flight`` under which the bytes of the shared allocation ``root`` that
+    bulk copies to global memory are still reading are counted."""
+    return ("bulk reads", root)
+
+
 class Block:
     """One GPU block: its shared memory and the clock its barriers advance."""
 
@@ -127,7 +135,9 @@ class Block:
         self.warps = warps  # per thread: (warp, lane)
         self.clock = 0  # advanced by every barrier (in steps of CLOCK_STEP, above any thread number)
         self.memory: dict = {}
-        self.in_flight: dict = {}  # root Shared -> per byte, the cp.async copies writing it not yet waited for
+        # root Shared -> per byte, the cp.async copies writing it not yet waited for (and under
+        # bulk_reads_key(root): the bulk copies to global still reading it)
+        self.in_flight: dict = {}
 
     def shared(self, key: int, name: str, size: int, dtype: np.dtype) -> "Shared":
         """The block's one ``shared`` allocation of a site (allocated by the first thread)."""
@@ -264,15 +274,23 @@ class Shared:
             self._wrote(j, _changed(old, new), me, stmt)
 
     def _landed(self, i: Any, me: int, stmt: Any, what: str) -> None:
-        """An access to bytes a cp.async copy is still writing (reference_async) is an error."""
+        """An access to bytes a cp.async copy is still writing (reference_async), or a write to bytes
+        a bulk copy to global memory is still reading (reference_tma), is an error."""
         pending = self.block.in_flight.get(self.root)
-        if pending is None:
+        reading = self.block.in_flight.get(bulk_reads_key(self.root)) if what == "writes" else None
+        if pending is None and reading is None:
             return
         for j in (i,) if type(i) is int else self._indices(i):
-            if pending[j * self.itemsize:(j + 1) * self.itemsize].any():
+            span = slice(j * self.itemsize, (j + 1) * self.itemsize)
+            if pending is not None and pending[span].any():
                 raise TVMSError(f"{self.block.who(me)} {what} element {j} of the shared buffer {self.name!r} at "
                                 f"{describe(stmt)} while a cp.async copy into it is in flight (no "
-                                f"cp.async.wait_group has completed it)")
+                                f"cp.async.wait_group has completed it, nor, for a bulk tensor copy, its "
+                                f"mbarrier's phase)")
+            if reading is not None and reading[span].any():
+                raise TVMSError(f"{self.block.who(me)} writes element {j} of the shared buffer {self.name!r} at "
+                                f"{describe(stmt)} while a bulk copy to global memory (cp.async.bulk.tensor, shared "
+                                f"to global) is reading it (no cp.async.bulk.wait_group has completed its group)")
 
     def _pieces(self, i: int) -> range:
         """The tracked pieces of element ``i``."""
@@ -356,11 +374,25 @@ def run_block(block: Block, gens: list) -> None:
                 waits[t] = gens[t].send(replies[t])
             except StopIteration:
                 waits[t] = None
-        ready = _answer_warps(block, waits, replies)
+        ready = _answer_warps(block, waits, replies) or _answer_mbarriers(block, waits, replies)
         if not ready:
             if all(w is None for w in waits):
                 return
             ready = _answer_block(block, waits, replies)
+
+
+def _answer_mbarriers(block: Block, waits: list, replies: list) -> list:
+    """Release the threads whose mbarrier phase has completed; an error when no thread can move
+    and some wait for a phase that can no longer complete."""
+    released = [t for t, w in enumerate(waits) if w is not None and w[0] == MBARRIER and w[2]()]
+    for t in released:
+        replies[t] = None
+    stuck = [t for t, w in enumerate(waits) if w is not None and w[0] == MBARRIER]
+    if not released and stuck and all(w is None or w[0] == MBARRIER for w in waits):
+        raise TVMSError(f"{block.who(stuck[0])} waits at {block.kernel.sites[waits[stuck[0]][1]]} for an mbarrier "
+                        f"phase that never completes (its arrivals or transaction bytes are missing), and so "
+                        f"do {len(stuck) - 1} other threads; no thread runs that could complete it")
+    return released
 
 
 def _answer_warps(block: Block, waits: list, replies: list) -> list:

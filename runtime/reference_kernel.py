@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from tvms.ir import expr as E
+from tvms.ir import ptx
 from tvms.ir import stmt as S
 from tvms.ir.buffer import pointer_data
 from tvms.ir.cuda_args import power_of_two, reduction
@@ -42,7 +43,7 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.op import get_op
 from tvms.ir.visitor import walk
 
-from . import reference_async, reference_ptx
+from . import reference_async, reference_ptx, reference_tma
 from . import reference_gpu as gpu
 from . import reference_wmma
 from .reference_positions import vector_positions
@@ -179,6 +180,8 @@ class KernelCodegen:
                 self.emit("pass")
             if any(_is_cp_async(n) for n in walk(s)):
                 self.emit(self._call(reference_async.finish, "_blk", "_me"))
+            if any(_is_bulk_store(n) for n in walk(s)):
+                self.emit(self._call(reference_tma.finish, "_blk", "_me"))
         finally:
             self.kernel, self.bufs = None, outer_bufs
             self.loops = outer_loops
@@ -524,6 +527,11 @@ class KernelCodegen:
 def _is_cp_async(e: Any) -> bool:
     """A cp.async copy: TVM's builtin, or an instruction of the PTX dialect."""
     return isinstance(e, E.Call) and getattr(e.op, "name", None) in _CP_ASYNC
+
+
+def _is_bulk_store(e: Any) -> bool:
+    entry = ptx.ENTRIES.get(getattr(e.op, "name", None)) if isinstance(e, E.Call) else None
+    return entry is not None and entry.name in reference_tma.BULK_STORES
 
 
 _CP_ASYNC = ("tir.s_tir.cp_async_raw", *(f"tirx.ptx.cp_async_{kind}" for kind in ("ca", "cg", "ca_src_size", "cg_src_size")))

@@ -27,9 +27,12 @@ are that queue's. wgmma's matrix multiply of two shared-memory operands, its fen
 wait, and ``T.cuda.wgmma.encode_matrix_descriptor`` are reference_wgmma's; fence.proxy orders
 nothing the executor could see (it has one proxy).
 
+mbarrier's init, arrive, expect_tx and ``T.cuda.mbarrier_wait``, and the TMA's tensor copies
+(``cp.async.bulk.tensor``, its bulk groups and prefetch) are reference_tma's.
+
 Everything else -- a call its family only names (where the table leaves entries open), tcgen05,
-wgmma's other forms, mbarrier, the bulk and TMA copies, multimem, named barriers, isspacep -- is
-refused by the name PTX spells it (``refusal``).
+wgmma's other forms, mbarrier's tests and waits as instructions, the non-tensor bulk copies,
+multimem, named barriers, isspacep -- is refused by the name PTX spells it (``refusal``).
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ from tvms.ir import ptx
 from tvms.ir import stmt as S
 from tvms.ir.errors import TVMSError
 
-from . import ptx_memory, reference_async, reference_wgmma
+from . import ptx_memory, reference_async, reference_tma, reference_wgmma
 from . import reference_gpu as gpu
 from .ptx_arithmetic import ARITHMETIC
 from .ptx_values import as_float, as_int, bits_of, float_bits, register_value
@@ -129,10 +132,12 @@ WARP: dict[str, Callable] = {
 _BARRIERS = tuple(f"{b}_sync{c}" for b in ("bar", "barrier") for c in ("", "_count"))
 _BARRIER_VOTES = tuple(f"{b}_red_{k}{c}" for b in ("bar", "barrier") for k in ("popc", "pred") for c in ("", "_count"))
 # the entries the executor runs (the waits besides WARP: the code generator's)
-RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *WARP, *_BARRIERS, *_BARRIER_VOTES, "bar_warp_sync",
-                  "activemask", "cp_async_wait_all", *reference_wgmma.MMA, *reference_wgmma.ORDERING})
+RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *reference_tma.ASYNC, *WARP, *_BARRIERS, *_BARRIER_VOTES,
+                  "bar_warp_sync", "activemask", "cp_async_wait_all", *reference_wgmma.MMA, *reference_wgmma.ORDERING})
 # the cp.async group operations (read as their own ops, ir/op.py PTX_CP): the thread's queue of copies
 _GROUPS = {"tir.ptx.cp_async_commit_group": "commit", "tir.ptx.cp_async_wait_group": "wait"}
+# T.cuda's waits for an mbarrier phase (the acquire at cluster scope: the executor's one block is the cluster)
+_MBARRIER_WAITS = ("tir.cuda.mbarrier_wait", "tir.cuda.mbarrier_wait_acquire_cluster")
 # why some neighbours of what it runs are refused
 _WHY = {"bar_arrive": ": its barriers take every thread of the block, each waiting",
         "barrier_arrive": ": its barriers take every thread of the block, each waiting",
@@ -187,6 +192,10 @@ class PtxDialectCodegen:
             if _GROUPS[name] == "commit":
                 return self._call(reference_async.commit_group, "_blk", "_me", "0")
             return self._call(reference_async.wait_group, "_blk", "_me", self.src(e.args[0]))
+        if name in _MBARRIER_WAITS and self.kernel is not None:  # (blocks until the phase completes)
+            ready = self._call(reference_tma.waiter, "_blk", self._address_source(e.args[0], "shared"),
+                               self.src(e.args[1]))
+            return self.wait(gpu.MBARRIER, self.kernel.current, (ready,))
         if name == "tir.cuda.wgmma_encode_matrix_descriptor" and self.kernel is not None:
             desc, addr, *fields = e.args
             return self._call(reference_wgmma.encode_descriptor, "_blk", self._pointer_source(desc),
@@ -259,9 +268,9 @@ class PtxDialectCodegen:
         text = self.name(ptx.spelled(family, tokens), "_s")
         if name in ARITHMETIC:
             return self._call(arithmetic, self.name(ARITHMETIC[name], "_f"), text, mods_src, *reads)
-        if name in ptx_memory.MEMORY:
-            return self._call(memory, self.name(ptx_memory.MEMORY[name], "_f"), text, mods_src, "_blk", "_me",
-                              k.stmt_ref, *reads)
+        if name in ptx_memory.MEMORY or name in reference_tma.ASYNC:
+            fn = ptx_memory.MEMORY.get(name) or reference_tma.ASYNC[name]
+            return self._call(memory, self.name(fn, "_f"), text, mods_src, "_blk", "_me", k.stmt_ref, *reads)
         if name in WARP:  # (the membermask last; the lane's other sources travel with its vote)
             answer = self.name(warp_answer(WARP[name], mods), "_f")
             values = "(" + "".join(r + ", " for r in reads[:-1]) + ")"
@@ -292,6 +301,9 @@ class PtxDialectCodegen:
             return self._call(ptx_memory.offset_address, self._address_source(e.args[0], space), self.src(e.args[1]))
         if isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.reinterpret" and e.dtype.is_handle:
             return self._address_source(e.args[0], space)
+        if (isinstance(e, E.Call) and getattr(e.op, "name", None) == "tir.address_of"
+                and E.is_tensor_map(e.args[0])):  # (a tensor map parameter: the encoded map itself)
+            return self.src(e.args[0])
         if e.dtype.is_handle:
             return self._call(ptx_memory.pointer_address, self._pointer_source(e))
         return self._call(ptx_memory.NumberAddress, self.src(e),

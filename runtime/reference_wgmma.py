@@ -77,9 +77,7 @@ def _read_operand(block: Any, me: int, stmt: Any, desc: int, rows: int, dtype: n
     r = np.arange(rows)[:, None]
     k = np.arange(16)[None, :]
     if swizzle:
-        logical = start + r // 8 * sbo + r % 8 * swizzle + 2 * k
-        bits = {128: 7, 64: 3, 32: 1}[swizzle]  # (the 16-byte chunks within the swizzle's width)
-        address = logical ^ ((logical >> 7 & bits) << 4)
+        address = ptx_memory.swizzled(start + r // 8 * sbo + r % 8 * swizzle + 2 * k, swizzle)
     else:
         address = start + r // 8 * sbo + 2 * k // 16 * lbo + 16 * (r % 8) + 2 * k % 16
     where = f"(by {block.who(me)} at {describe(stmt)})"

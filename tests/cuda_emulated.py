@@ -1,6 +1,7 @@
 """A CUDA GPU without one, for the tests and benchmarks of the driver path: ``FakeDriver`` is
 cuda-python's driver module as a machine with some GPUs (or none) shows it; ``EmulatedDriver``
-is one GPU whose memory is host memory and whose launches run on the reference executor;
+is one GPU whose memory is host memory and whose launches run on the reference executor (the
+tensor maps it encodes too: a kernel gets the map's encoding and the memory it views);
 ``Counting(driver)`` counts the calls made to a driver by name.
 ``install(driver)`` makes ``cuda_driver`` use it (the tests do the same through monkeypatch);
 ``fixture_artifact(name)`` is a SplitHostDevice module of ``fixtures/cuda_runtime`` as the cuda
@@ -11,18 +12,39 @@ import bisect
 import collections
 import ctypes
 import functools
+import types
 from pathlib import Path
 
 import numpy as np
 
 from tvms.ir import stmt as S
+from tvms.ir.expr import is_tensor_map
 from tvms.ir.visitor import collect
 from tvms.lowering.codegen.cuda_artifact import CudaArtifact, CudaKernel
 from tvms.runtime import cuda_driver
+from tvms.runtime.cuda_module import TensorMapParameter
+from tvms.runtime.cuda_tensor_map import ReferenceTensorMap, TiledEncoding
 from tvms.runtime.reference import numpy_dtype, run_prim_func
 from tvms.script import from_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cuda_runtime"
+
+
+def _size_types() -> tuple:
+    """cuda-python's cuuint64_t and cuuint32_t (stand-ins where it is not installed)."""
+    try:
+        from cuda.bindings import driver
+        return driver.cuuint64_t, driver.cuuint32_t
+    except ImportError:
+        class cuuint64_t(int):
+            pass
+
+        class cuuint32_t(int):
+            pass
+        return cuuint64_t, cuuint32_t
+
+
+_SIZE_TYPES = _size_types()
 
 
 class FakeDriver:
@@ -74,6 +96,7 @@ class EmulatedDriver(FakeDriver):
         self._dtypes: dict = {}
         self.launches, self.streams, self.arguments = [], [], []
         self.function_attributes = []  # (kernel, attribute, value) as set
+        self.tensor_maps: list = []  # (encoding, address) of each map encoded
         ok = (0,)
         for name in ("cuCtxSetCurrent", "cuCtxSynchronize", "cuStreamSynchronize", "cuModuleUnload",
                      "cuEventRecord", "cuEventSynchronize", "cuEventDestroy"):
@@ -136,11 +159,48 @@ class EmulatedDriver(FakeDriver):
     def cuEventElapsedTime(self, start, end):
         return (0, 4.0)  # milliseconds
 
+    # (cuTensorMapEncodeTiled's enums are taken as their values, its sizes only as cuda-python's
+    # cuuint64_t / cuuint32_t objects, as the real binding takes them; a map's first word names its encoding)
+    CUtensorMapDataType = CUtensorMapInterleave = CUtensorMapSwizzle = staticmethod(int)
+    CUtensorMapL2promotion = CUtensorMapFloatOOBfill = staticmethod(int)
+    cuuint64_t, cuuint32_t = _SIZE_TYPES
+    _MAP_DTYPES = {0: "uint8", 1: "uint16", 2: "uint32", 3: "int32", 4: "uint64", 5: "int64", 6: "float16",
+                   7: "float32", 8: "float64", 9: "bfloat16"}
+
+    def cuTensorMapEncodeTiled(self, data_type, rank, address, dims, strides, box, element_strides,
+                               interleave, swizzle, l2_promotion, oob_fill):
+        sizes64, sizes32 = _SIZE_TYPES
+        for sizes, kind in ((dims, sizes64), (strides, sizes64), (box, sizes32), (element_strides, sizes32)):
+            for size in sizes:
+                if not isinstance(size, kind):
+                    raise TypeError(f"Cannot convert {type(size).__name__} to {kind.__module__}.{kind.__name__}")
+        dims, strides, box, element_strides = ([int(v) for v in sizes] for sizes in (dims, strides, box,
+                                                                                     element_strides))
+        encoding = TiledEncoding(self._MAP_DTYPES[data_type], data_type, tuple(dims), tuple(strides), tuple(box),
+                                 tuple(element_strides), interleave, swizzle, l2_promotion, oob_fill)
+        if rank != len(dims) or len(strides) != rank - 1:
+            return (1,)  # CUDA_ERROR_INVALID_VALUE
+        self.tensor_maps.append((encoding, address))
+        return (0, types.SimpleNamespace(opaque=[len(self.tensor_maps)] + [0] * 15))
+
+    def _tensor_map(self, slot: int) -> ReferenceTensorMap:
+        """The map a kernel gets by value (TensorMapParameter) as the executor reads it: its encoding
+        and the device memory from its address on."""
+        words = TensorMapParameter.from_address(slot).opaque
+        encoding, address = self.tensor_maps[words[0] - 1]
+        base = self.bases[bisect.bisect_right(self.bases, address) - 1]
+        tmap = ReferenceTensorMap()
+        tmap.encode(encoding, np.frombuffer(self.memory[base], encoding.dtype, offset=address - base))
+        return tmap
+
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         kernel = self.kernels[fn]
         slots = (ctypes.c_void_p * len(kernel.func.params)).from_address(params)
         values = []
         for param, dtype, slot in zip(kernel.func.params, self._pointees(fn), slots):
+            if is_tensor_map(param):
+                values.append(self._tensor_map(slot))
+                continue
             value = cuda_driver.c_type(str(param.dtype)).from_address(slot).value
             if dtype is not None:  # (a pointer into an allocation: the memory from there, as an array)
                 base = self.bases[bisect.bisect_right(self.bases, value) - 1]
@@ -164,8 +224,8 @@ class EmulatedDriver(FakeDriver):
             func, declared = self.kernels[fn].func, {}
             for decl in collect(func.body, S.DeclBuffer):
                 declared.setdefault(decl.buffer.data, decl.buffer.dtype)
-            found = self._dtypes[fn] = [numpy_dtype(declared[p]) if p.dtype.is_handle else None
-                                        for p in func.params]
+            found = self._dtypes[fn] = [numpy_dtype(declared[p]) if p.dtype.is_handle and not is_tensor_map(p)
+                                        else None for p in func.params]
         return found
 
 

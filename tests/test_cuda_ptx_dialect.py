@@ -5,8 +5,8 @@ generate_with_tvm.py in a side virtualenv with TVM 0.27):
 * ``helpers.json``: 3,162 helpers, a sample of every one of the 506 entries of TVM's table (tokens,
   operand dtypes, immediates, predication, kept destinations, sunk lanes, ``T.ptx.addr`` offsets),
   each rendered by tvms and compared with a digest of TVM's, byte for byte;
-* kernels TVM printed in its tirx tests and a Hopper one, each built by tvms for ``sm_100a`` (the
-  Hopper one for ``sm_90a``; NVRTC compiles them) and
+* kernels TVM printed in its tirx tests and Hopper ones (wgmma, TMA), each built by tvms for ``sm_100a`` (the
+  Hopper ones for ``sm_90a``; NVRTC compiles them) and
   compared with the CUDA C TVM's ``tirx`` pipeline wrote: the same helpers, called with the same
   arguments.
 """

@@ -376,7 +376,10 @@ A[0] = d
 
 
 def test_a_shared_load_of_global_memory_is_refused() -> None:
-    with pytest.raises(TVMSError, match=re.escape("ld.shared.b32 at an address that is not in shared memory")):
+    # (a pointer in a shared state space reads as TVM reads it, converted by cvta_generic_to_shared:
+    # which refuses a pointer into global memory)
+    with pytest.raises(TVMSError, match=re.escape("T.cuda.cvta_generic_to_shared of a pointer that is not into "
+                                                  "shared memory")):
         run('A: T.Buffer((4,), "uint32")', """
 d: T.uint32
 T.ptx.ld(d, A.data, "", "", "", "shared", "", "", "", "", "", "b32", "")
@@ -511,8 +514,8 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
 
 # ---------------------------------------------------------------- refusals
 @pytest.mark.parametrize("call, text", [
-    ('T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(S.data), T.uint32(1), "init", "", "shared", "b64", "")',
-     "T.ptx.mbarrier (mbarrier.init.shared.b64)"),
+    ('T.ptx.mbarrier(T.cuda.cvta_generic_to_shared(S.data), "inval", "shared", "b64", "")',
+     "T.ptx.mbarrier (mbarrier.inval.shared.b64)"),
     ('T.ptx.isspacep(d, T.address_of(A[0]), "global", "")',
      "T.ptx.isspacep (isspacep.global): it does not tell global from local memory"),
     ('T.ptx.fence("proxy", "tensormap::generic", "release", "cta", "")',

@@ -137,12 +137,16 @@ class CSource:
 
     def pointer_type(self, var: E.Var) -> str:
         ann = var.type_annotation
-        if isinstance(ann, E.PointerType) and ann.is_tensor_map:
-            raise TVMSError(f"the {self.target_name} code generator: {var.name} is a T.TensorMap(): tvms reads and "
-                            f"prints TVM 0.27's CUDA tensor maps but does not compile them")
+        if E.is_tensor_map(var):
+            return self.tensor_map_parameter(var)
         if isinstance(ann, E.PointerType):
             return self.c_type(ann.element) + "*"
         return self.c_type(var.dtype)
+
+    def tensor_map_parameter(self, var: E.Var) -> str:
+        """The parameter type of a ``T.TensorMap()`` (a CUDA tensor-map descriptor passed by value)."""
+        raise TVMSError(f"the {self.target_name} code generator: {var.name} is a T.TensorMap(), a CUDA tensor map "
+                        "that only the cuda target compiles")
 
     def storage_scope(self, scope: str) -> str:
         """The qualifier of an allocation in ``scope`` (``__shared__ ``), with its space."""
@@ -439,6 +443,8 @@ class CSource:
         return result
 
     def address_of(self, arg: Any) -> str:
+        if E.is_tensor_map(arg):  # (a descriptor parameter: its generic address, as a 64-bit integer)
+            return f"((unsigned long long)(&({self.expr(arg)})))"
         if isinstance(arg, E.BufferLoad):
             index = self.flat_index(arg)
             if isinstance(index, E.Ramp):
@@ -446,16 +452,24 @@ class CSource:
             return f"(&({self.buffer_ref(arg.dtype, arg.buffer, index)}))"
         return f"(&({self.expr(arg)}))"
 
+    def pointee(self, e: E.Call) -> str:
+        """The C type a handle-valued call points at: its typed pointer's element
+        (``T.handle("float16").ty``), else void."""
+        ann = e.type_annotation
+        return self.c_type(ann.element) if isinstance(ann, E.PointerType) and not ann.is_tensor_map else "void"
+
     def reinterpret(self, e: E.Call) -> str:
         src = e.args[0]
         if src.dtype.bits * src.dtype.lanes != e.dtype.bits * e.dtype.lanes:
             raise TVMSError(f"T.reinterpret from {src.dtype} to {e.dtype} changes the number of bits")
+        if e.dtype.is_handle:  # (a pointer is not an lvalue one can take the address of in general: TVM casts it)
+            t = self.pointee(e)
+            if isinstance(src, E.IntImm):  # (a constant address, as TVM's CUDA generator writes it)
+                return f"reinterpret_cast<{t}*>({self.expr(src)})"
+            return f"(({t}*){self.expr(src)})"
         scope = self.begin_scope()
         rhs = self.ssa_id(self.expr(src), src.dtype)
         self.end_scope(scope)
-        # (a pointer is not an lvalue one can take the address of in general: TVM casts it)
-        if e.dtype.is_handle:
-            return f"((void*){rhs})"
         if src.dtype.is_handle:
             return f"reinterpret_cast<{self.c_type(e.dtype)}>({rhs})"
         return f"(*({self.c_type(e.dtype)} *)(&({rhs})))"
@@ -485,6 +499,15 @@ class CSource:
     def s_LetStmt(self, s: S.LetStmt) -> None:
         if s.var.dtype.is_handle and isinstance(s.value, E.Var) and s.value in self.handle_type:
             self.handle_type[s.var] = self.handle_type[s.value]
+        if s.var.dtype.is_handle and _is_reinterpret(s.value):  # (TVM types the variable as what it points at)
+            ann = s.value.type_annotation
+            if isinstance(ann, E.PointerType) and not ann.is_tensor_map:
+                self.handle_type[s.var] = ann.element
+            else:
+                t = "void"
+                self.line(f"{t}* {self.new_id(s.var)} = ({t}*){self.expr(s.value)};")
+                self.stmt(s.body)
+                return
         self.declare(s.var, self.expr(s.value))
         self.stmt(s.body)
 
@@ -533,3 +556,7 @@ class CSource:
         data = s.buffer.data
         self.var_id(data)  # (its pointer is a parameter or an allocation made before)
         self.stmt(s.body)
+
+
+def _is_reinterpret(e: Any) -> bool:
+    return isinstance(e, E.Call) and getattr(e.op, "name", "") == "tir.reinterpret"

@@ -14,7 +14,9 @@ with TVM's preamble for the features it uses (``cuda_preamble``). CUDA's type na
 ``cuda_types``, the tensor-core (WMMA) fragments and calls in ``cuda_wmma``, the PTX tensor-core
 instructions (``mma.sync``, ``ldmatrix``) in ``cuda_ptx``, TVM 0.27's PTX dialect (``T.ptx.*``) in
 ``cuda_ptx_dialect``, the asynchronous copies (``cp.async``) in
-``cuda_async``, the ``T.cuda.*`` device intrinsics in ``cuda_intrinsics``.
+``cuda_async``, the ``T.cuda.*`` device intrinsics in ``cuda_intrinsics``. A ``T.TensorMap()``
+parameter (a TMA descriptor the host encodes) is ``const __grid_constant__ CUtensorMap``, passed by
+value; a thread block cluster (``clusterCtaIdx``) is refused: tvms's runtime does not launch one.
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ DEFAULT_ARCH = "sm_80"
 UINT32 = DataType("uint32")
 
 _THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_LAUNCH_AXES = (*_THREAD_AXES, "blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 
 class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, AsyncCopies, CudaIntrinsics, CSource):
@@ -196,6 +199,10 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, Asyn
     def s_AttrStmt(self, s: S.AttrStmt) -> None:
         if s.attr_key == "thread_extent":
             iv = s.node
+            if iv.thread_tag not in _LAUNCH_AXES and not iv.thread_tag.startswith(("vthread", "cthread")):
+                raise TVMSError(f"the cuda code generator launches grids of blocks of threads (blockIdx, threadIdx), "
+                                f"not {iv.thread_tag} (thread block clusters: their launch is not in tvms's CUDA "
+                                f"runtime, nor are multicast copies)")
             if iv.var not in self.ids:  # blockIdx.x is an unsigned register: cast it to the index type
                 self.ids[iv.var] = self.cast_text(iv.thread_tag, UINT32, iv.var.dtype)
         elif s.attr_key in ("fragment_shape", "fragment_layout"):
@@ -279,15 +286,21 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, Asyn
         params = []
         noalias = bool(func.attrs.get("tir.noalias"))
         for var in func.params:
-            pointer = var.dtype.is_handle
+            ann = var.type_annotation
+            tensor_map = E.is_tensor_map(var)  # (passed by value, not a pointer)
+            pointer = var.dtype.is_handle and not tensor_map
             text = self.pointer_type(var) + (f" {self.restrict}" if noalias and pointer else "")
             params.append(f"{text} {self.new_id(var)}")
-            ann = var.type_annotation
-            if isinstance(ann, E.PointerType):
+            if isinstance(ann, E.PointerType) and not tensor_map:
                 self.handle_type[var] = ann.element
         bounds = launch_bounds(func)
         attrs = f" __launch_bounds__({bounds})" if bounds is not None and bounds != 1 else ""
         return f'extern "C" __global__ void{attrs} {name}({", ".join(params)})'
+
+    def tensor_map_parameter(self, var: E.Var) -> str:
+        # (the host encodes the 128-byte descriptor; the kernel takes it by value in its parameter space,
+        # where cp.async.bulk.tensor reads it through a generic address)
+        return "const __grid_constant__ CUtensorMap"
 
     def function(self, name: str, func: PrimFunc) -> None:
         self.forward.append(self.signature(name, func) + ";\n")

@@ -9,8 +9,12 @@ defined after the preamble, with the cp.async ones (``cuda_async``).
   arguments and the SHA-1 of the format and the arguments' types;
 * ``T.cuda.func_call(name, args..., source_code=...)`` calls ``name``, defined by ``source_code``.
 
+``T.cuda.mbarrier_wait(bar, phase)`` (and ``..._acquire_cluster``) spin on ``mbarrier.try_wait.parity``
+in an asm loop until the phase flips (a ``uint32`` barrier is already a shared-window address: the
+``_raw_u32`` helper takes it as it is).
+
 The intrinsics without a direct CUDA form here (the IKET annotations, the profiler's timers, the
-tcgen05 descriptors, the mbarrier waits, those needing fp8 headers, ...) are refused by name.
+tcgen05 descriptors, those needing fp8 headers, ...) are refused by name.
 """
 from __future__ import annotations
 
@@ -134,6 +138,34 @@ HELPERS: dict[str, Helper] = dict([
          "ptx_wgmma_encode_matrix_descriptor"),
 ])
 
+
+
+def _parity_wait(scope: str, label: str, ticks: bool) -> str:
+    """The asm of a loop polling ``mbarrier.try_wait.parity`` at ``scope`` (TVM's text: ``ticks`` is
+    its per-try time hint of 10 ms)."""
+    hint, passed = (", %2", ', "r"(ticks)') if ticks else ("", "")
+    return ((f"    unsigned int ticks = 0x989680;\n" if ticks else "")
+            + '    asm volatile(\n        "{\\n"\n        ".reg .pred                P1;\\n"\n'
+            f'        "LAB_WAIT{label}:\\n"\n'
+            f'        "mbarrier.try_wait.parity.acquire.{scope}.shared::cta.b64 P1, [%0], %1{hint};\\n"\n'
+            f'        "@P1                       bra.uni DONE{label};\\n"\n'
+            f'        "bra.uni                   LAB_WAIT{label};\\n"\n'
+            f'        "DONE{label}:\\n"\n        "}}\\n"\n'
+            f'        :: "r"(barrier_addr_int), "r"(phase){passed} : "memory");')
+
+
+_TO_SHARED = "unsigned int barrier_addr_int = __cvta_generic_to_shared(barrier);\n"
+HELPERS.update([
+    _row("mbarrier_wait_acquire_cluster", "(void* barrier, int phase)", "void",
+         _TO_SHARED + _parity_wait("cluster", "_AC", ticks=False)),
+])
+_MBARRIER_WAIT = {  # (by the barrier operand: a generic pointer, or a uint32 shared-window address)
+    False: Helper("tvm_builtin_cuda_mbarrier_wait", "(void* barrier, int phase)", "void",
+                  "    " + _TO_SHARED + _parity_wait("cta", "", ticks=True)),
+    True: Helper("tvm_builtin_cuda_mbarrier_wait_raw_u32", "(unsigned int barrier, int phase)", "void",
+                 "    unsigned int barrier_addr_int = barrier;\n" + _parity_wait("cta", "", ticks=True)),
+}
+
 # warp_reduce / cta_reduce: how a partial result takes in another, and the identity that pads the
 # partial results of the warps beyond the block's
 _REDUCTIONS = {"sum": ("val += shuffled;", "T(0)"), "max": ("val = max(val, shuffled);", "-INFINITY"),
@@ -247,6 +279,9 @@ class CudaIntrinsics:
         helper = Helper(f"tvm_builtin_cuda_ldg_{suffix}", "(void* src)", c_type, body, tag=tag)
         return self.use_helper(helper), call.args[:1]
 
+    def _mbarrier_wait(self, call: E.Call) -> tuple[str, tuple]:
+        return self.use_helper(_MBARRIER_WAIT[str(call.args[0].dtype) == "uint32"]), call.args
+
     def _func_call(self, call: E.Call) -> tuple[str, tuple]:
         name = string_arg(call, 0, "the function's name")
         source = call.attrs.get("source_code")
@@ -258,5 +293,6 @@ class CudaIntrinsics:
 
 _WRITTEN = {"tir.cuda.mov_sreg": CudaIntrinsics._mov_sreg, "tir.cuda.printf": CudaIntrinsics._printf,
             "tir.cuda.func_call": CudaIntrinsics._func_call, "tir.cuda.warp_reduce": CudaIntrinsics._warp_reduce,
-            "tir.cuda.cta_reduce": CudaIntrinsics._cta_reduce, "tir.cuda.ldg": CudaIntrinsics._ldg}
+            "tir.cuda.cta_reduce": CudaIntrinsics._cta_reduce, "tir.cuda.ldg": CudaIntrinsics._ldg,
+            "tir.cuda.mbarrier_wait": CudaIntrinsics._mbarrier_wait}
 

@@ -40,6 +40,12 @@ _HEADERS = (("cuda_fp16.h", True, "nvidia.cuda_runtime", "nvidia-cuda-runtime-cu
 _TOOLKIT_VARIABLES = ("CUDA_HOME", "CUDA_PATH")
 _TOOLKIT_DEFAULT = "/usr/local/cuda"
 _cache: dict[tuple, bytes] = {}
+# CUtensorMap, the by-value type of a TMA kernel's descriptor parameters, comes from the host's cuda.h,
+# which the kernels do not include under NVRTC: an in-memory header with its layout (128 bytes,
+# 64-byte aligned) is included before the source, so the source's lines keep their numbers
+_TENSOR_MAP_HEADER = ("tvms_tensor_map.h",
+                      "#pragma once\nstruct alignas(64) CUtensorMap_st {\n  unsigned long long opaque[16];\n};\n"
+                      "typedef struct CUtensorMap_st CUtensorMap;\n")
 # NVRTC's diagnostics: "name.cu(12): error: message"
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^\s()][^()]*)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|warning)[^:]*: (?P<text>.*)$")
 
@@ -156,7 +162,11 @@ def compile_here(source: str, number: str, real: bool, options: tuple) -> dict[s
     flags = [gpu, "-default-device", "--std=c++17", *(f"-I{d}" for d in include_dirs(major)), *options]
     if "INFINITY" in source:  # (C's math.h, which nvcc includes and NVRTC has not: T.cuda.cta_reduce's max/min)
         flags.append("-DINFINITY=__int_as_float(0x7f800000)")
-    (program,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), PROGRAM_NAME.encode(), 0, [], []),
+    headers = [_TENSOR_MAP_HEADER] if "CUtensorMap" in source else []
+    flags += [f"--pre-include={name}" for name, _ in headers]
+    (program,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), PROGRAM_NAME.encode(), len(headers),
+                                                        [text.encode() for _, text in headers],
+                                                        [name.encode() for name, _ in headers]),
                         "creating a program")
     out = {}
     try:

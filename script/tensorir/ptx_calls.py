@@ -33,6 +33,14 @@ def _ptx_instruction(family: str) -> Callable:
         strings = tuple(args[n:])
         try:
             entries = ptx.resolve(family, [_chained(ev, a, False, syn) for a in args[:n]], strings)
+            # (an address operand as TVM's reading coerces it: a uint64 handle such as
+            # T.address_of(A_map) reinterpreted as a pointer, a pointer in a shared state space
+            # converted to its shared window address)
+            spaces = {tuple(ptx.argument_spaces(e, strings)) for e in entries}
+            if len(spaces) == 1:
+                args = [ptx.address(space, ev.call_arg(a, syn), f"T.ptx.{family}'s operand {i + 1}")
+                        if space in ("shared", "generic") and not isinstance(a, (int, float)) else a
+                        for i, (a, space) in enumerate(zip(args[:n], spaces.pop()))] + list(args[n:])
         except TVMSError as e:
             raise ev.error(syn, str(e)) from None
         return _call(ev, family, entries[0] if len(entries) == 1 else None, args, syn)
