@@ -730,3 +730,29 @@ def main(A: T.Buffer((1024,), "int32"), B: T.Buffer((), "int32")):
     b = tvms.nd.array(np.zeros((), "int32"))
     lib(tvms.nd.array(np.arange(1024, dtype="int32")), b)
     assert int(b.numpy()) == 137
+
+
+def test_a_number_as_a_condition_is_true_when_not_zero():
+    """``if i:``, ``while k[0]:`` and ``T.Select(i % 2, ...)`` on an int32 or a float32 (TVM's
+    parser takes them; a TVM test prints ``if i:``) branch on the value compared with zero, as
+    C, Python and the reference executor do: LLVM IR that branched on an i32 was invalid."""
+    func = prim_func('''
+    @T.prim_func
+    def main(A: T.Buffer((12,), "int32"), B: T.Buffer((12,), "float32")):
+        for i in range(10):
+            if i % 3:
+                A[i] = A[i] + 1
+            B[i] = T.Select(i % 2, B[i] + T.float32(1), B[i])
+            if B[i]:
+                A[i] = A[i] + 10
+        k = T.alloc_buffer((1,), "int32")
+        k[0] = 3
+        while k[0]:
+            A[11] = A[11] + 1
+            k[0] = k[0] - 1
+''')
+    a, b = np.zeros(12, "int32"), np.zeros(12, "float32")
+    check_against_reference(func, a, b)
+    tvms.build(func)(a, b)
+    np.testing.assert_array_equal(a, [0, 11, 1, 10, 1, 11, 0, 11, 1, 10, 0, 3])
+    np.testing.assert_array_equal(b, [0, 1] * 5 + [0, 0])
