@@ -335,6 +335,10 @@ class _FunctionCodegen:
             raise refused
         if e.op.name == "tir.if_then_else":
             return self.if_then_else(e)
+        if e.op.name == "tir.ret":  # (the entry's slots carry arguments in, no value out)
+            raise TVMSError("the llvm target does not compile a PrimFunc that returns a value (return x, T.ret): "
+                            "write the result into a buffer parameter (the reference executor, "
+                            "tvms.runtime.reference.run_prim_func, runs it and returns the value)")
         if e.op.name in FIXED_POINT:  # T.q_multiply_shift: integer arithmetic
             return self.expr(FIXED_POINT[e.op.name](e))
         args = [None if isinstance(a, E.StringImm) else self.expr(a) for a in e.args]
