@@ -769,3 +769,28 @@ def func(N: T.int32, M: T.int32) -> T.int32:
     with pytest.raises(TVMSError, match=r"does not compile a PrimFunc that returns a value \(return x, T.ret\)"):
         tvms.build(func)
     assert run_prim_func(func, 6, 7) == 42
+
+
+def test_reinterpret_may_change_the_lanes_keeping_the_bits():
+    """``T.reinterpret("int32", A[0:4])`` of four int8 lanes (AMD's sdot4 operands in a TVM
+    test) is one int32, and back: llvm bitcast to four int32 lanes, which LLVM refused."""
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((8,), "int8"), C: T.Buffer((2,), "int32"), D: T.Buffer((8,), "int8"), F: T.Buffer((2,), "float32")):
+    C[0] = T.reinterpret("int32", A[0:4])
+    C[1] = T.reinterpret("int32", A[4:8]) + 1
+    D[0:4] = T.reinterpret("int8x4", C[0])
+    F[0] = T.reinterpret("float32", A[0:4])
+''')
+    a = np.arange(1, 9, dtype="int8")
+    _, c, d, f = check_against_reference(func, a, np.zeros(2, "int32"), np.zeros(8, "int8"), np.zeros(2, "float32"))
+    np.testing.assert_array_equal(c, a.view("int32") + [0, 1])
+    np.testing.assert_array_equal(d, [1, 2, 3, 4, 0, 0, 0, 0])
+    assert f[0] == a[:4].view("float32")[0]
+    bad = from_source('''
+@T.prim_func
+def main(A: T.Buffer((8,), "int8"), F: T.Buffer((2,), "float32")):
+    F[0] = T.reinterpret("float32", A[0:2])
+''')
+    with pytest.raises(TVMSError, match=r"T.reinterpret of int8x2 as float32: the sizes differ \(16 and 32 bits\)"):
+        tvms.build(bad)

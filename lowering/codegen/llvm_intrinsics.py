@@ -173,7 +173,7 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     if name == "infinity":
         return T.constant(dtype, math.inf)
     if name == "reinterpret":
-        return builder.bitcast(args[0], T.with_lanes(T.scalar_type(dtype), T.lanes_of(args[0])))
+        return _reinterpret(builder, args[0], arg_types[0], dtype)
     if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         op = {"bitwise_and": builder.and_, "bitwise_or": builder.or_, "bitwise_xor": builder.xor}[name]
         return op(*T.unify(builder, *args))
@@ -195,6 +195,19 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return _call_llvm_intrin(builder, call, args)
     raise TVMSError(f"the llvm target does not implement the intrinsic T.{name} "
                     f"on {', '.join(map(str, arg_types)) or 'no arguments'}")
+
+
+def _reinterpret(builder: ir.IRBuilder, value: ir.Value, source: DataType, dtype: DataType) -> ir.Value:
+    """The bits of ``value`` as ``dtype``: as many bits in all, the lanes may differ (four int8
+    lanes as one int32, as AMD's sdot4 takes them); a call the vectorizer widened keeps the
+    lanes of its argument."""
+    lanes = T.lanes_of(value)
+    if dtype.bits * dtype.lanes != source.bits * lanes:
+        if dtype.bits != source.bits:
+            raise TVMSError(f"T.reinterpret of {source.with_lanes(lanes)} as {dtype}: the sizes differ "
+                            f"({source.bits * lanes} and {dtype.bits * dtype.lanes} bits)")
+        dtype = dtype.with_lanes(lanes)
+    return builder.bitcast(value, T.with_lanes(T.scalar_type(dtype), dtype.lanes))
 
 
 def _dp4a(builder: ir.IRBuilder, arg_types: list, args: list) -> ir.Value:
