@@ -771,6 +771,43 @@ def func(N: T.int32, M: T.int32) -> T.int32:
     assert run_prim_func(func, 6, 7) == 42
 
 
+def _intrinsic_call(result: str, symbol: str, args: str, dtype: str = "int32") -> str:
+    return f'''
+@T.prim_func
+def main(A: T.Buffer((8,), "{dtype}"), C: T.Buffer((4,), "int32")):
+    C[0:4] = T.call_llvm_pure_intrin("{result}", "{symbol}", {args})
+'''
+
+
+def test_an_intrinsic_of_another_architecture_is_refused_not_an_llvm_abort():
+    """``llvm.amdgcn.sdot4`` on this machine (a TVM test's tensor intrinsic): LLVM's instruction
+    selection ended the process ("Cannot select"); it is refused by name before LLVM sees it."""
+    import llvmlite.binding as llvm
+
+    host = llvm.get_process_triple()
+    for symbol, prefix in (("llvm.amdgcn.sdot4", "amdgcn"), ("llvm.nvvm.read.ptx.sreg.tid.x", "nvvm")):
+        if host.startswith(prefix):
+            continue
+        func = from_source(_intrinsic_call("int32", symbol, "A[0], A[1], A[2], T.bool(True)"))
+        with pytest.raises(TVMSError, match=rf"the LLVM intrinsic {re.escape(symbol)} is one of the {prefix} target"):
+            tvms.build(func)
+
+
+@pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="x86 intrinsics")
+def test_a_host_intrinsic_that_llvm_would_abort_on_is_an_error_and_a_right_one_runs():
+    """An x86 intrinsic LLVM upgrades from an old name, called with other types than the upgrade
+    expects, ended the process in an assertion; such modules compile first in a process of their
+    own, so it is an error here. A rightly typed one (SSE2's pmaddwd) runs."""
+    wrong = from_source(_intrinsic_call("int32x4", "llvm.x86.avx512.vpdpbusd.512", "A[0], A[1], A[2]", "int32"))
+    with pytest.raises(TVMSError):
+        tvms.build(wrong)
+    func = from_source(_intrinsic_call("int32x4", "llvm.x86.sse2.pmadd.wd", "A[0:8], A[0:8]", "int16"))
+    a = np.arange(1, 9, dtype="int16")
+    c = np.zeros(4, "int32")
+    tvms.build(func)(a, c)
+    np.testing.assert_array_equal(c, [1 + 4, 9 + 16, 25 + 36, 49 + 64])
+
+
 def test_reinterpret_may_change_the_lanes_keeping_the_bits():
     """``T.reinterpret("int32", A[0:4])`` of four int8 lanes (AMD's sdot4 operands in a TVM
     test) is one int32, and back: llvm bitcast to four int32 lanes, which LLVM refused."""

@@ -16,6 +16,7 @@ from llvmlite import ir
 from ...ir.dtype import DataType, float_limits
 from ...ir.errors import TVMSError
 from . import llvm_types as T
+from .llvm_intrinsic_check import TARGET_PREFIXES, refuse_foreign_intrinsic
 from .llvm_vector_math import vector_math
 
 # TensorIR name -> LLVM intrinsic (overloaded on the float type, vectors included)
@@ -240,6 +241,7 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     if not isinstance(symbol, str) or not symbol.startswith("llvm."):
         raise TVMSError(f"T.{call.op.name.split('.', 1)[-1]} needs the LLVM intrinsic's name "
                         f"(\"llvm.fmuladd\") as its first argument")
+    refuse_foreign_intrinsic(symbol)
     values = args[1:]
     if all(a.dtype.element_of == call.dtype.element_of for a in call.args[1:]):
         values = T.unify(builder, *values)
@@ -247,9 +249,10 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         vector = vector_math(builder, symbol[len("llvm."):], values[0])
         if vector is not None:
             return vector
-    # inside a vectorized loop the arguments may be vectors while the call still reads scalar
-    lanes = max([call.dtype.lanes] + [T.lanes_of(v) for v in values])
+    # inside a vectorized loop the arguments may be vectors while the call still reads scalar; a
+    # vector call says its lanes (SSE2's pmaddwd makes 4 int32 lanes of 8 int16 ones)
+    lanes = call.dtype.lanes if call.dtype.lanes > 1 else max([1] + [T.lanes_of(v) for v in values])
     ret = T.with_lanes(T.scalar_type(call.dtype), lanes)
-    overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in ("x86", "aarch64", "arm", "nvvm", "amdgcn"))
+    overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in TARGET_PREFIXES)
     name = f"{symbol}.{_suffix(ret)}" if overloaded else symbol
     return builder.call(declare(builder.module, name, ret, [v.type for v in values]), values)
