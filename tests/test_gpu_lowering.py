@@ -536,3 +536,30 @@ def test_verify_memory_refuses_a_host_access_of_a_device_buffer() -> None:
         get_pass("VerifyMemory")(on_gpu)
     on_cpu = IRModule({"main": func})
     assert get_pass("VerifyMemory")(on_cpu)["main"] is func
+
+
+def test_a_shared_buffer_under_launch_thread_spans_every_thread() -> None:
+    """CompactBufferAllocation relaxes the threads launched by ``T.launch_thread`` around a block
+    as it does thread-bound loops: a shared buffer written by each ``threadIdx.x`` keeps its 32
+    rows, as TVM's lowering keeps them (a TVM async-copy test). Compacted to one row, the
+    threads raced on it."""
+    from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
+
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((32, 128), "float32"), B: T.Buffer((32, 128), "float32")):
+    bx = T.launch_thread("blockIdx.x", 1)
+    tx = T.launch_thread("threadIdx.x", 32)
+    with T.block(""):
+        A_shared = T.alloc_buffer((32, 128), scope="shared")
+        for i in range(128):
+            A_shared[tx, i] = A[tx, i]
+        for i in range(128):
+            B[tx, i] = A_shared[tx, i] + T.float32(1)
+''')
+    lowered = lower_for_cuda(func, Target("cuda -arch=sm_80"))
+    assert "__shared__ alignas(64) float A_shared_ptr[4096];" in tvms.build(func, target="cuda -arch=sm_80").get_source()
+    a = np.random.default_rng(3).random((32, 128), dtype=np.float32)
+    b = np.zeros((32, 128), "float32")
+    run_prim_func(lowered, a, b)
+    np.testing.assert_array_equal(b, a + 1)
