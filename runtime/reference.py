@@ -383,6 +383,8 @@ class _SerialCodegen(_Compiler):
             flat, view = self.fresh("view"), flat
             self.emit(f"{flat} = {view}.view({self.name(mine)})")
         if strides is None:
+            if buffer.strides_mismatch is not None:
+                raise TVMSError(buffer.strides_mismatch)
             if buffer.strides:
                 strides = [self.value_src(s) for s in buffer.strides]
             else:

@@ -130,6 +130,7 @@ class KernelCodegen:
         # lowering still decides (CompactBufferAllocation, storage_align), so WMMA pointers into
         # them are not held to the device's alignment
         self.unplaced: set = set()
+        self.virtual_threads: dict = {}  # tag -> (the loop variable, extent) of the enclosing virtual thread
 
     def function(self, func: Any) -> Any:
         warp = getattr(func.attrs.get("target"), "config", {}).get("thread_warp_size")
@@ -144,7 +145,7 @@ class KernelCodegen:
             self.launch(s, implicit=isinstance(s, S.For) or not _has_sync(s))
             return
         if gpu.is_virtual_tag(tag):  # InjectVirtualThread's meaning: a loop in each thread
-            return self.s_For(S.For(var, lo, extent, "serial", body))
+            return self.virtual_thread(tag, var, lo, extent, body)
         k = self.kernel
         k.tags[var] = tag
         if not gpu.is_block_tag(tag):
@@ -153,6 +154,26 @@ class KernelCodegen:
         index = f"_ix[{k.kernel.tags.index(tag)}]"
         self.emit(f"{self.local(var)} = {index}" + ("" if start == "0" else f" + ({start})"))
         self.stmt(body)
+
+    def virtual_thread(self, tag: str, var: E.Var, lo: Any, extent: Any, body: Any) -> None:
+        """A loop over the virtual threads of ``tag``; inside one of the same tag, the same virtual
+        thread (TVM's UnifyThreadBinding gives both loops one variable, so the CUDA code runs the
+        pairs where they agree, not every pair)."""
+        outer = self.virtual_threads.get(tag)
+        if outer is not None:
+            outer_var, outer_extent = outer
+            if not (isinstance(extent, E.IntImm) and isinstance(outer_extent, E.IntImm)
+                    and extent.value == outer_extent.value):
+                raise TVMSError(f"all loops bound to {tag!r} must have the same extent (got {self.src(outer_extent)} "
+                                f"for {outer_var.name!r} and {self.src(extent)} for {var.name!r} inside it)")
+            start = self.src(lo)
+            self.emit(f"{self.local(var)} = {self.local(outer_var)}" + ("" if start == "0" else f" + ({start})"))
+            return self.stmt(body)
+        self.virtual_threads[tag] = (var, extent)
+        try:
+            return self.s_For(S.For(var, lo, extent, "serial", body))
+        finally:
+            del self.virtual_threads[tag]
 
     def launch(self, s: Any, implicit: bool) -> None:
         axes = [(n.thread_binding.thread_tag, n.extent) for n in walk(s)

@@ -377,3 +377,52 @@ def f(a: T.Buffer((4,), "float32")):
     for target in ("llvm", "cuda -arch=sm_80"):
         with pytest.raises(TVMSError, match="duplicate PrimFunc global_symbol 'main': the functions 'a' and 'b'"):
             tvms.build(mod, target=target)
+
+
+def test_a_guard_the_same_for_every_lane_of_a_vectorized_load_stays_a_scalar_branch():
+    """A ``T.if_then_else`` in a vectorized loop whose condition does not vary by lane (a padded
+    row, dlight's GEMV) keeps its scalar condition around the vector load, as TVM's
+    VectorizeLoop keeps it: a broadcast condition rendered ``if (make_ushort4(...))`` did not
+    compile. A condition written as a vector of conditions is refused by name."""
+    import tvms
+
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32"), n: T.int32):
+    for i in T.thread_binding(4, thread="threadIdx.x"):
+        for j in T.vectorized(4):
+            B[i, j] = T.if_then_else(i < n, A[i, j], T.float32(0.0))
+''')
+    source = tvms.build(func, target="cuda -arch=sm_90a").get_source()
+    assert "if (((int)threadIdx.x) < n) {" in source and "make_ushort4" not in source
+    assert_compiles(source)
+    broadcast = from_source('''
+@T.prim_func
+def main(A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32"), n: T.int32):
+    for i in T.thread_binding(8, thread="threadIdx.x"):
+        B[T.Ramp(i * 4, 1, 4)] = T.if_then_else(T.Broadcast(i < n, 4), A[T.Ramp(i * 4, 1, 4)], T.Broadcast(T.float32(0.0), 4))
+''')
+    assert_compiles(tvms.build(broadcast, target="cuda -arch=sm_90a").get_source())
+    by_lane = from_source(broadcast.script().replace("T.Broadcast(i < n, 4)", "T.Ramp(i, 1, 4) < T.Broadcast(n, 4)"))
+    with pytest.raises(TVMSError, match="the same for every lane, not a vector of 4 conditions"):
+        tvms.build(by_lane, target="cuda -arch=sm_90a")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "float32", "int8", "int16"])
+def test_a_broadcast_into_a_type_holding_several_lanes_per_component_compiles(dtype):
+    """An 8-lane vector whose CUDA type holds two lanes per component (``int32x8`` as
+    ``longlong4``, ``float32x8`` as ``ulonglong4``) or four (``int8x8`` as ``int2``) is broadcast
+    lane by lane: ``make_longlong4`` with eight arguments did not compile (a CSE'd vector index
+    of a dlight GEMV kernel)."""
+    import tvms
+
+    func = from_source(f'''
+@T.prim_func
+def main(A: T.Buffer((64,), "{dtype}"), B: T.Buffer((64,), "{dtype}"), n: T.{dtype}):
+    for i in T.thread_binding(8, thread="threadIdx.x"):
+        B[T.Ramp(i * 8, 1, 8)] = A[T.Ramp(i * 8, 1, 8)] + T.Broadcast(n, 8)
+''')
+    source = tvms.build(func, target="cuda -arch=sm_90a").get_source()
+    assert "make_longlong4(n, n" not in source and "make_ulonglong4(n, n" not in source
+    assert "make_int2(n, n" not in source and "make_int4(n, n" not in source
+    assert_compiles(source)

@@ -730,3 +730,104 @@ def main(A: T.Buffer((1024,), "int32"), B: T.Buffer((), "int32")):
     b = tvms.nd.array(np.zeros((), "int32"))
     lib(tvms.nd.array(np.arange(1024, dtype="int32")), b)
     assert int(b.numpy()) == 137
+
+
+def test_a_number_as_a_condition_is_true_when_not_zero():
+    """``if i:``, ``while k[0]:`` and ``T.Select(i % 2, ...)`` on an int32 or a float32 (TVM's
+    parser takes them; a TVM test prints ``if i:``) branch on the value compared with zero, as
+    C, Python and the reference executor do: LLVM IR that branched on an i32 was invalid."""
+    func = prim_func('''
+    @T.prim_func
+    def main(A: T.Buffer((12,), "int32"), B: T.Buffer((12,), "float32")):
+        for i in range(10):
+            if i % 3:
+                A[i] = A[i] + 1
+            B[i] = T.Select(i % 2, B[i] + T.float32(1), B[i])
+            if B[i]:
+                A[i] = A[i] + 10
+        k = T.alloc_buffer((1,), "int32")
+        k[0] = 3
+        while k[0]:
+            A[11] = A[11] + 1
+            k[0] = k[0] - 1
+''')
+    a, b = np.zeros(12, "int32"), np.zeros(12, "float32")
+    check_against_reference(func, a, b)
+    tvms.build(func)(a, b)
+    np.testing.assert_array_equal(a, [0, 11, 1, 10, 1, 11, 0, 11, 1, 10, 0, 3])
+    np.testing.assert_array_equal(b, [0, 1] * 5 + [0, 0])
+
+
+def test_a_function_that_returns_a_value_is_refused_by_llvm_and_runs_in_the_reference():
+    """``return x`` (``T.ret``, which TVM's tests print) is named in llvm's refusal, not reported
+    as an intrinsic the target lacks; the reference executor returns the value."""
+    func = from_source('''
+@T.prim_func
+def func(N: T.int32, M: T.int32) -> T.int32:
+    return N * M
+''')
+    with pytest.raises(TVMSError, match=r"does not compile a PrimFunc that returns a value \(return x, T.ret\)"):
+        tvms.build(func)
+    assert run_prim_func(func, 6, 7) == 42
+
+
+def _intrinsic_call(result: str, symbol: str, args: str, dtype: str = "int32") -> str:
+    return f'''
+@T.prim_func
+def main(A: T.Buffer((8,), "{dtype}"), C: T.Buffer((4,), "int32")):
+    C[0:4] = T.call_llvm_pure_intrin("{result}", "{symbol}", {args})
+'''
+
+
+def test_an_intrinsic_of_another_architecture_is_refused_not_an_llvm_abort():
+    """``llvm.amdgcn.sdot4`` on this machine (a TVM test's tensor intrinsic): LLVM's instruction
+    selection ended the process ("Cannot select"); it is refused by name before LLVM sees it."""
+    import llvmlite.binding as llvm
+
+    host = llvm.get_process_triple()
+    for symbol, prefix in (("llvm.amdgcn.sdot4", "amdgcn"), ("llvm.nvvm.read.ptx.sreg.tid.x", "nvvm")):
+        if host.startswith(prefix):
+            continue
+        func = from_source(_intrinsic_call("int32", symbol, "A[0], A[1], A[2], T.bool(True)"))
+        with pytest.raises(TVMSError, match=rf"the LLVM intrinsic {re.escape(symbol)} is one of the {prefix} target"):
+            tvms.build(func)
+
+
+@pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="x86 intrinsics")
+def test_a_host_intrinsic_that_llvm_would_abort_on_is_an_error_and_a_right_one_runs():
+    """An x86 intrinsic LLVM upgrades from an old name, called with other types than the upgrade
+    expects, ended the process in an assertion; such modules compile first in a process of their
+    own, so it is an error here. A rightly typed one (SSE2's pmaddwd) runs."""
+    wrong = from_source(_intrinsic_call("int32x4", "llvm.x86.avx512.vpdpbusd.512", "A[0], A[1], A[2]", "int32"))
+    with pytest.raises(TVMSError):
+        tvms.build(wrong)
+    func = from_source(_intrinsic_call("int32x4", "llvm.x86.sse2.pmadd.wd", "A[0:8], A[0:8]", "int16"))
+    a = np.arange(1, 9, dtype="int16")
+    c = np.zeros(4, "int32")
+    tvms.build(func)(a, c)
+    np.testing.assert_array_equal(c, [1 + 4, 9 + 16, 25 + 36, 49 + 64])
+
+
+def test_reinterpret_may_change_the_lanes_keeping_the_bits():
+    """``T.reinterpret("int32", A[0:4])`` of four int8 lanes (AMD's sdot4 operands in a TVM
+    test) is one int32, and back: llvm bitcast to four int32 lanes, which LLVM refused."""
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((8,), "int8"), C: T.Buffer((2,), "int32"), D: T.Buffer((8,), "int8"), F: T.Buffer((2,), "float32")):
+    C[0] = T.reinterpret("int32", A[0:4])
+    C[1] = T.reinterpret("int32", A[4:8]) + 1
+    D[0:4] = T.reinterpret("int8x4", C[0])
+    F[0] = T.reinterpret("float32", A[0:4])
+''')
+    a = np.arange(1, 9, dtype="int8")
+    _, c, d, f = check_against_reference(func, a, np.zeros(2, "int32"), np.zeros(8, "int8"), np.zeros(2, "float32"))
+    np.testing.assert_array_equal(c, a.view("int32") + [0, 1])
+    np.testing.assert_array_equal(d, [1, 2, 3, 4, 0, 0, 0, 0])
+    assert f[0] == a[:4].view("float32")[0]
+    bad = from_source('''
+@T.prim_func
+def main(A: T.Buffer((8,), "int8"), F: T.Buffer((2,), "float32")):
+    F[0] = T.reinterpret("float32", A[0:2])
+''')
+    with pytest.raises(TVMSError, match=r"T.reinterpret of int8x2 as float32: the sizes differ \(16 and 32 bits\)"):
+        tvms.build(bad)

@@ -328,6 +328,38 @@ def f(A: T.Buffer((64,), "float32")):
         run_prim_func(bad, np.zeros(64, "float32"))
 
 
+def test_a_vthread_loop_inside_one_of_the_same_tag_is_the_same_virtual_thread() -> None:
+    """Two nested loops bound to ``vthread.x`` (a TVM schedule test prints them) are one virtual
+    thread, as TVM's UnifyThreadBinding makes them and its CUDA code runs them: the pairs where
+    they agree, the diagonal blocks here, not every pair. The executor ran both as loops, so it
+    disagreed with the lowered kernel; another extent inside is refused."""
+    from tvms.lowering.tir.gpu.pipeline import lower_for_cuda
+    from tvms.target import Target
+
+    text = """
+@T.prim_func
+def main(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+    for i_0 in T.thread_binding(2, thread="vthread.x"):
+        for i_1 in T.thread_binding(4, thread="threadIdx.x"):
+            for j_0 in T.thread_binding(2, thread="vthread.x"):
+                for j_1 in range(4):
+                    with T.block("b"):
+                        vi = T.axis.spatial(8, i_0 * 4 + i_1)
+                        vj = T.axis.spatial(8, j_0 * 4 + j_1)
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+"""
+    func = load(text)
+    a = RNG.standard_normal((8, 8)).astype("float32")
+    b, lowered = np.zeros((8, 8), "float32"), np.zeros((8, 8), "float32")
+    run_prim_func(func, a, b)
+    run_prim_func(lower_for_cuda(func, Target("cuda -arch=sm_80")), a, lowered)
+    diagonal = np.kron(np.eye(2), np.ones((4, 4))).astype(bool)
+    np.testing.assert_array_equal(b, np.where(diagonal, 2 * a, 0))
+    np.testing.assert_array_equal(lowered, b)
+    with pytest.raises(TVMSError, match=r"all loops bound to 'vthread.x' must have the same extent \(got 2 for 'i_0' and 4 for 'j_0'"):
+        run_prim_func(load(text.replace("T.thread_binding(2, thread=\"vthread.x\"):\n                for j_1 in range(4)",
+                                        "T.thread_binding(4, thread=\"vthread.x\"):\n                for j_1 in range(2)")), a, b)
+
 def test_warp_memory_is_per_row_of_threadidx_x() -> None:
     """``warp`` scope (before LowerWarpMemory): the 16 threads of a row along threadIdx.x share
     one array; two rows in one hardware warp do not."""

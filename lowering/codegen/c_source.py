@@ -430,8 +430,14 @@ class CSource:
         return rendered
 
     def if_then_else(self, e: E.Call) -> str:
+        condition = e.args[0]
+        if isinstance(condition, E.Broadcast):  # (the same for every lane: one branch)
+            condition = condition.value
+        if condition.dtype.lanes > 1:  # (C branches on a scalar; VectorizeLoop leaves such loops serial)
+            raise TVMSError(f"the {self.target_name} code generator takes a T.if_then_else whose condition "
+                            f"is the same for every lane, not a vector of {condition.dtype.lanes} conditions: write T.Select (it reads both sides) or a loop over the lanes")
         result = self.names.fresh("condval")
-        cond = self.expr(e.args[0])
+        cond = self.expr(condition)
         self.line(f"{self.c_type(e.dtype)} {result};")
         self.if_line(cond)
         for k, value in ((1, "} else {"), (2, "}")):

@@ -40,7 +40,7 @@ from .cuda_intrinsics import CudaIntrinsics
 from .cuda_preamble import preamble
 from .cuda_ptx import PTX_CALLS, PtxTensorCore
 from .cuda_ptx_dialect import PtxDialect
-from .cuda_types import CudaTypes
+from .cuda_types import CudaTypes, components
 from .cuda_wmma import WMMA_CALLS, TensorCoreFragments
 
 KERNEL_LAUNCH = 2  # calling_conv of a kernel (TVM's kDeviceKernelLaunch)
@@ -125,14 +125,17 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, Asyn
         if dt.bits == 8 and dt.is_integer and lanes == 4 and isinstance(e.value, E.IntImm):
             byte = e.value.value & 0xFF
             return f"({'uint' if dt.is_uint else 'int'}){byte << 24 | byte << 16 | byte << 8 | byte}"
-        v = self.expr(e.value)
         half = dt.code == "float" and dt.bits == 16
         if (half or dt.code == "bfloat") and lanes > 4:
+            v = self.expr(e.value)
             pack = "__pack_half2" if half else "__pack_nv_bfloat162"
-            parts = [f"{pack}({v}, {v})"] * (lanes // 2)
-        else:
-            parts = [v] * lanes
-        return f"{self.vector_constructor(dt)}({', '.join(parts)})"
+            return f"{self.vector_constructor(dt)}({', '.join([f'{pack}({v}, {v})'] * (lanes // 2))})"
+        if components(self.c_type(dt)) != lanes:
+            # (a type holding two or four lanes per component, int32x8 as longlong4, int8x8 as
+            # int2: its constructor takes the components, so the lanes are set one by one)
+            return self.lanewise(dt, lambda: [self.ssa_id(self.expr(e.value), e.value.dtype)] * lanes)
+        v = self.expr(e.value)
+        return f"{self.vector_constructor(dt)}({', '.join([v] * lanes)})"
 
     def e_Select(self, e: E.Select) -> str:
         if e.dtype.lanes == 1:

@@ -24,6 +24,13 @@ def hexfloat(value: float) -> str:
     return f"{sign}0x{lead}{'.' + fraction if fraction else ''}p{exponent}"
 
 
+def components(c_type: str) -> int:
+    """How many components a CUDA vector type has: 4 for ``longlong4``, 1 for a scalar type."""
+    name = c_type.removeprefix("nv_bfloat16")  # (the 16 of the scalar's name counts nothing)
+    count = name[len(name.rstrip("0123456789")):]
+    return int(count) if count else 1
+
+
 class CudaTypes:
     """The type side of ``CudaSource`` (it records in ``tags`` the preamble sections they need)."""
 

@@ -43,6 +43,7 @@ PURE_CALLS = frozenset(f"tir.{name}" for name in ("likely", "bitwise_and", "bitw
 MAX_STACK_BYTES = 64 * 1024  # larger (or dynamic) allocations go to the heap
 ALLOC_ALIGNMENT = 64  # of every buffer a kernel allocates, as of the tensors it is given
 MAX_SPAN_STRIDE = 4  # lanes at most this far apart load as one span and a shuffle (span_load)
+BOOL = DataType("bool")
 
 
 def lane_uniform(e: Any, vector_vars: dict) -> bool:
@@ -285,7 +286,7 @@ class _FunctionCodegen:
         return self.builder.not_(self.expr(e.a))
 
     def e_Select(self, e: E.Select) -> ir.Value:
-        c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        c, t, f = self.truth(e.condition), self.expr(e.true_value), self.expr(e.false_value)
         t, f = T.unify(self.builder, t, f)
         if T.lanes_of(c) > 1:
             t, f = T.unify(self.builder, t, f, c)[:2]
@@ -334,14 +335,24 @@ class _FunctionCodegen:
             raise refused
         if e.op.name == "tir.if_then_else":
             return self.if_then_else(e)
+        if e.op.name == "tir.ret":  # (the entry's slots carry arguments in, no value out)
+            raise TVMSError("the llvm target does not compile a PrimFunc that returns a value (return x, T.ret): "
+                            "write the result into a buffer parameter (the reference executor, "
+                            "tvms.runtime.reference.run_prim_func, runs it and returns the value)")
         if e.op.name in FIXED_POINT:  # T.q_multiply_shift: integer arithmetic
             return self.expr(FIXED_POINT[e.op.name](e))
         args = [None if isinstance(a, E.StringImm) else self.expr(a) for a in e.args]
         return emit_intrinsic(self.builder, e, args)
 
+    def truth(self, e: Any) -> ir.Value:
+        """A condition as i1 (lanes of i1): a number is true when it is not zero, as in C and
+        Python (TVM's parser takes ``if i:`` with an int32 ``i``; LLVM branches on i1 only)."""
+        value = self.expr(e)
+        return value if e.dtype.is_bool else T.cast(self.builder, value, e.dtype, BOOL)
+
     def condition(self, e: Any) -> ir.Value:
         """A branch's condition: a vector one the same in every lane (``lane_uniform``) is its first lane."""
-        cond = self.expr(e)
+        cond = self.truth(e)
         if T.lanes_of(cond) > 1 and lane_uniform(e, self.vector_vars):
             return self.builder.extract_element(cond, ir.Constant(T.I32, 0))
         return cond
@@ -664,7 +675,7 @@ class _FunctionCodegen:
         head, body, done = (bld.append_basic_block(self.fresh(n)) for n in ("while", "body", "endwhile"))
         bld.branch(head)
         bld.position_at_end(head)
-        bld.cbranch(self.expr(s.condition), body, done)
+        bld.cbranch(self.condition(s.condition), body, done)
         bld.position_at_end(body)
         self.in_loop(head, done, s.body)
         bld.branch(head)

@@ -16,6 +16,7 @@ from llvmlite import ir
 from ...ir.dtype import DataType, float_limits
 from ...ir.errors import TVMSError
 from . import llvm_types as T
+from .llvm_intrinsic_check import TARGET_PREFIXES, refuse_foreign_intrinsic
 from .llvm_vector_math import vector_math
 
 # TensorIR name -> LLVM intrinsic (overloaded on the float type, vectors included)
@@ -173,7 +174,7 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     if name == "infinity":
         return T.constant(dtype, math.inf)
     if name == "reinterpret":
-        return _reinterpret(builder, dtype, arg_types[0], args[0])
+        return _reinterpret(builder, args[0], arg_types[0], dtype)
     if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         op = {"bitwise_and": builder.and_, "bitwise_or": builder.or_, "bitwise_xor": builder.xor}[name]
         return op(*T.unify(builder, *args))
@@ -195,6 +196,19 @@ def emit_intrinsic(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         return _call_llvm_intrin(builder, call, args)
     raise TVMSError(f"the llvm target does not implement the intrinsic T.{name} "
                     f"on {', '.join(map(str, arg_types)) or 'no arguments'}")
+
+
+def _reinterpret(builder: ir.IRBuilder, value: ir.Value, source: DataType, dtype: DataType) -> ir.Value:
+    """The bits of ``value`` as ``dtype``: as many bits in all, the lanes may differ (four int8
+    lanes as one int32, as AMD's sdot4 takes them); a call the vectorizer widened keeps the
+    lanes of its argument."""
+    lanes = T.lanes_of(value)
+    if dtype.bits * dtype.lanes != source.bits * lanes:
+        if dtype.bits != source.bits:
+            raise TVMSError(f"T.reinterpret of {source.with_lanes(lanes)} as {dtype}: the sizes differ "
+                            f"({source.bits * lanes} and {dtype.bits * dtype.lanes} bits)")
+        dtype = dtype.with_lanes(lanes)
+    return builder.bitcast(value, T.with_lanes(T.scalar_type(dtype), dtype.lanes))
 
 
 def _dp4a(builder: ir.IRBuilder, arg_types: list, args: list) -> ir.Value:
@@ -227,6 +241,7 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     if not isinstance(symbol, str) or not symbol.startswith("llvm."):
         raise TVMSError(f"T.{call.op.name.split('.', 1)[-1]} needs the LLVM intrinsic's name "
                         f"(\"llvm.fmuladd\") as its first argument")
+    refuse_foreign_intrinsic(symbol)
     values = args[1:]
     if all(a.dtype.element_of == call.dtype.element_of for a in call.args[1:]):
         values = T.unify(builder, *values)
@@ -234,20 +249,10 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
         vector = vector_math(builder, symbol[len("llvm."):], values[0])
         if vector is not None:
             return vector
-    # inside a vectorized loop the arguments may be vectors while the call still reads scalar
-    lanes = max([call.dtype.lanes] + [T.lanes_of(v) for v in values])
+    # inside a vectorized loop the arguments may be vectors while the call still reads scalar; a
+    # vector call says its lanes (SSE2's pmaddwd makes 4 int32 lanes of 8 int16 ones)
+    lanes = call.dtype.lanes if call.dtype.lanes > 1 else max([1] + [T.lanes_of(v) for v in values])
     ret = T.with_lanes(T.scalar_type(call.dtype), lanes)
-    overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in ("x86", "aarch64", "arm", "nvvm", "amdgcn"))
+    overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in TARGET_PREFIXES)
     name = f"{symbol}.{_suffix(ret)}" if overloaded else symbol
     return builder.call(declare(builder.module, name, ret, [v.type for v in values]), values)
-
-
-def _reinterpret(builder: ir.IRBuilder, dtype: DataType, arg_type: DataType, arg: ir.Value) -> ir.Value:
-    """The bits of ``arg`` as ``dtype``: as many lanes as the call's type says (int8x4 -> int32),
-    or, where a vectorized loop left the call's type scalar, the argument's lanes."""
-    bits = arg_type.bits * T.lanes_of(arg)
-    for lanes in (dtype.lanes, T.lanes_of(arg)):
-        if dtype.bits * lanes == bits:
-            return builder.bitcast(arg, T.with_lanes(T.scalar_type(dtype), lanes))
-    raise TVMSError(f"T.reinterpret to {dtype} of a {arg_type.element_of.with_lanes(T.lanes_of(arg))} value: "
-                    f"{dtype.bits * dtype.lanes} bits from {bits}")

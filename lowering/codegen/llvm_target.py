@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ...ir.errors import TVMSError
 from ...ir.target import Target, as_target, thread_count
 from .llvm_half import support_module
+from .llvm_intrinsic_check import probe
 from .llvm_names import check_names
 
 try:
@@ -95,6 +96,7 @@ def optimize(ir_text: str, target: LLVMTarget):
     """Parse, verify and optimize LLVM IR at O3 for ``target``; returns the binding module (with
     ``llvm_half``'s float16 conversions where the IR uses half)."""
     binding = require_llvm()
+    probe(ir_text, target.triple, target.cpu, target.features)  # (LLVM aborts on some target intrinsics)
     try:
         module = binding.parse_assembly(ir_text)
         module.verify()

@@ -18,9 +18,9 @@ from ...ir.analysis import index_bounds, substitute
 from ...ir.buffer import Buffer, BufferRegion
 from ...ir.arith import simplify_index
 from ...ir.errors import TVMSError
-from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Range, Sub, const, is_const_int
+from ...ir.expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, PrimExpr, Range, Sub, const, is_const_int
 from ...ir.function import PrimFunc
-from ...ir.stmt import THREAD_BINDING, Block, BlockRealize, BufferStore, For
+from ...ir.stmt import THREAD_BINDING, AttrStmt, Block, BlockRealize, BufferStore, For
 from ...ir.visitor import Mutator, Visitor, walk
 from ..scopes import can_relax_under_thread
 from .tir_pass import define_tir_pass
@@ -169,6 +169,18 @@ class _Compactor(Mutator):
         result = self.generic_visit(loop)
         self.loops.pop()
         return result
+
+    def visit_AttrStmt(self, attr: AttrStmt) -> AttrStmt:
+        if attr.attr_key not in ("thread_extent", "virtual_thread") or not isinstance(attr.node, IterVar):
+            return self.generic_visit(attr)
+        # a thread launched by T.launch_thread shares memory as a thread-bound loop does: the
+        # same loop for the regions (a shared buffer spans every threadIdx of the block)
+        var = attr.node.var
+        self.loops.append(For(var, const(0, var.dtype), attr.value, THREAD_BINDING, attr.body, attr.node))
+        try:
+            return self.generic_visit(attr)
+        finally:
+            self.loops.pop()
 
     def shift(self, buffer: Buffer, indices: tuple) -> tuple:
         new, starts = self.shifts[buffer]

@@ -3,8 +3,9 @@
 The loop variable becomes ``T.Ramp(0, 1, n)``: a buffer index linear in it becomes a Ramp
 (``C[i * 128 + j]`` -> ``C[i * 128:i * 128 + 8]``), a value that does not depend on it is
 broadcast where it meets a vector (``T.Broadcast(A[i], 8)``), and arithmetic, casts, selects and
-intrinsic calls work lane-wise; an ``if`` whose condition does not depend on the loop variable
-stays a scalar branch around vector statements. A loop whose body is not a sequence of stores,
+intrinsic calls work lane-wise; an ``if`` (or a ``T.if_then_else``) whose condition does not
+depend on the loop variable keeps a scalar condition around vector values (C has no vector
+condition; TVM keeps it scalar too). A loop whose body is not a sequence of stores,
 or whose indices are not linear in the loop variable, stays a ``T.vectorized`` loop for the
 code generator. With ``scalar_guards`` (the cuda pipeline, as TVM on every target) a loop
 whose ``T.if_then_else`` condition varies by lane stays a loop too: C has no vector condition.
@@ -89,9 +90,11 @@ class _LoopVectorizer:
         if isinstance(e, Select):
             return Select(*(self.widen(self.expr(x)) for x in (e.condition, e.true_value, e.false_value)))
         if isinstance(e, Call) and all(isinstance(a, PrimExpr) for a in e.args):
-            if self.scalar_guards and getattr(e.op, "name", None) == "tir.if_then_else" and self.uses(e.args[0]):
+            guarded = getattr(e.op, "name", None) == "tir.if_then_else"
+            if self.scalar_guards and guarded and self.uses(e.args[0]):
                 raise NotVectorizable("a guarded load whose condition varies by lane")
-            args = tuple(a if isinstance(a, StringImm) else self.widen(self.expr(a)) for a in e.args)
+            args = tuple(a if isinstance(a, StringImm) or (guarded and k == 0 and not self.uses(a))
+                         else self.widen(self.expr(a)) for k, a in enumerate(e.args))
             return dataclasses.replace(e, dtype=e.dtype.with_lanes(self.lanes), args=args)
         raise NotVectorizable(f"cannot vectorize {type(e).__name__}")
 

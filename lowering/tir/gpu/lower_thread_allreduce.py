@@ -27,7 +27,7 @@ from ....ir.function import PrimFunc
 from ....ir.node import FrozenDict
 from ....ir.op import get_op
 from ....ir.operators import BY_SYMBOL
-from ....ir.stmt import AllocBuffer, AttrStmt, BufferStore, Evaluate, IfThenElse, Stmt
+from ....ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse, Stmt
 from ....ir.visitor import Mutator
 from ..tir_pass import define_tir_pass
 from ...scopes import thread_dim, thread_rank
@@ -117,6 +117,13 @@ class _AllreduceLowerer(Mutator):
         if new.scope == "shared":
             annotations[VOLATILE] = True
         return AllocBuffer(new, body, FrozenDict(annotations))
+
+    def visit_DeclBuffer(self, decl: DeclBuffer) -> Stmt:
+        body = self.visit(decl.body)
+        data = decl.buffer.data
+        if data in self.buffer_remap or data in self.load_remap:
+            return body  # (a view of a result buffer: its accesses now name what replaced it)
+        return decl if body is decl.body else decl.with_changes(body=body)
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
         if load.buffer.data in self.load_remap:
