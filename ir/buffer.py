@@ -87,14 +87,11 @@ class Buffer(Node):
         return ann.storage_scope if isinstance(ann, PointerType) else "global"
 
     @property
-    def strides_mismatch(self) -> str | None:
-        """Why the buffer cannot be indexed, when it gives strides but not one per dimension
-        (TVM's parser reads ``T.alloc_buffer((80, 80), strides=(1,))`` and prints it back; its
-        lowering stops at such a buffer's first access), else None."""
-        if not self.strides or len(self.strides) == len(self.shape):
-            return None
-        return (f"buffer {self.name!r} has {len(self.shape)} dimensions but {len(self.strides)} strides: "
-                f"an element's address needs one stride per dimension (or none, for row-major)")
+    def uses_strides(self) -> bool:
+        """Whether the buffer's elements lie by its strides: given, one per dimension. Strides of
+        another count (TVM's tests print ``T.alloc_buffer((8, 8), strides=(1,))``) are dropped
+        as TVM's CompactBufferAllocation drops them: such a buffer is row-major."""
+        return bool(self.strides) and len(self.strides) == len(self.shape)
 
     def __repr__(self) -> str:
         return f"Buffer({self.name!r}, {self.shape}, {self.dtype})"

@@ -3,8 +3,7 @@ before it is compiled, at the position of the offending node. TVM's parser reads
 (its own passes print constant indices past a buffer's end: InjectSoftwarePipeline on a nested
 pipeline), and so does tvms's: its text prints back.
 
-Memory: a buffer that is accessed has one stride per dimension, or none. Every access that may
-run stays inside its buffer as far as constants tell (code under
+Memory: every access that may run stays inside its buffer as far as constants tell (code under
 a loop or block iterator of extent 0 never runs: the legalized code of an operator on an empty
 tensor is such code).
   - A constant index (or the constant lanes of a vector index ``A[0:8]``) lies in ``[0, extent)``
@@ -124,8 +123,6 @@ def _check_indices(buffer: Buffer, indices: tuple, span: Span | None) -> None:
 
 def _check_access(access: BufferLoad | BufferStore, span: Span | None) -> None:
     buffer = access.buffer
-    if buffer.strides_mismatch is not None:
-        raise ScriptError(buffer.strides_mismatch, span)
     if isinstance(access, BufferLoad) and any(_is_const(d, 0) for d in buffer.shape):
         raise ScriptError(f"buffer {buffer.name!r} of shape {_shape_text(buffer)} has no elements; "
                           f"it cannot be read", span)

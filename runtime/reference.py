@@ -73,7 +73,7 @@ def _storage_extents(buffer: Buffer) -> tuple:
     """The extents a block's buffer is allocated with: the span of its strides where it has
     constant ones (rows padded against bank conflicts), else its shape."""
     dims = (*buffer.shape, *buffer.strides)
-    if buffer.strides and all(isinstance(d, E.IntImm) for d in dims):
+    if buffer.uses_strides and all(isinstance(d, E.IntImm) for d in dims):
         span = 1 + sum((d.value - 1) * s.value for d, s in zip(buffer.shape, buffer.strides))
         return (E.IntImm(buffer.shape[0].dtype, span),)
     return buffer.shape
@@ -383,9 +383,7 @@ class _SerialCodegen(_Compiler):
             flat, view = self.fresh("view"), flat
             self.emit(f"{flat} = {view}.view({self.name(mine)})")
         if strides is None:
-            if buffer.strides_mismatch is not None:
-                raise TVMSError(buffer.strides_mismatch)
-            if buffer.strides:
+            if buffer.uses_strides:
                 strides = [self.value_src(s) for s in buffer.strides]
             else:
                 strides, acc = [], "1"

@@ -28,7 +28,7 @@ from ...ir.analysis import controls_loop, entry_vars
 from ...ir.function import PrimFunc
 from ...ir.op import loop_control
 from ...ir.tile_primitive import refuse_tile_primitives
-from ...ir.visitor import collect
+from ...ir.visitor import collect, walk
 from . import llvm_parallel
 from .module_calls import refuse_module_call
 from . import llvm_types as T
@@ -734,7 +734,10 @@ class _FunctionCodegen:
 
     def vectorizable(self, loop: S.For) -> bool:
         """Whether the body is straight-line stores whose addresses step by one element per
-        lane: then each lane is an iteration and vector code is exact."""
+        lane, of scalars only: then each lane is an iteration and vector code is exact (a vector
+        expression inside would need lanes of lanes)."""
+        if any(isinstance(e, E.PrimExpr) and e.dtype.lanes > 1 for e in walk(loop.body)):
+            return False
         strides = dict(self.vector_vars)
         strides[loop.loop_var] = 1
         stack = [loop.body]
