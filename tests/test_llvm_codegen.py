@@ -831,3 +831,21 @@ def main(A: T.Buffer((8,), "int8"), F: T.Buffer((2,), "float32")):
 ''')
     with pytest.raises(TVMSError, match=r"T.reinterpret of int8x2 as float32: the sizes differ \(16 and 32 bits\)"):
         tvms.build(bad)
+
+
+def test_a_vectorized_loop_of_vector_expressions_runs_each_iteration_whole():
+    """A T.vectorized loop whose body already holds vectors (here four int8 lanes read as one
+    int32 each iteration) has no vector form of lanes of lanes: it runs serially. Its vector form
+    had read the nested ramp's lanes diagonally (A[0], A[5], A[10], A[15]): silently wrong."""
+    func = from_source('''
+@T.prim_func
+def main(A: T.Buffer((16,), "int8"), C: T.Buffer((4,), "int32")):
+    for i in T.vectorized(4):
+        C[i] = T.reinterpret("int32", A[i * 4:i * 4 + 4])
+''')
+    a = np.arange(16, dtype="int8")
+    expected, got = np.zeros(4, "int32"), np.zeros(4, "int32")
+    run_prim_func(func, a, expected)
+    tvms.build(func, "llvm")["main"](a, got)
+    np.testing.assert_array_equal(expected, a.view("int32"))
+    np.testing.assert_array_equal(got, expected)
