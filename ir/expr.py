@@ -175,6 +175,8 @@ class Not(PrimExpr):
     dtype: DataType = derived()
 
     def __post_init__(self) -> None:
+        if not self.a.dtype.is_bool:  # (as TVM's: ``not i`` of an integer is no bitwise ~i)
+            raise TVMSError(f"'not' takes a bool, not {self.a.dtype}: compare with zero (x == 0)")
         object.__setattr__(self, "dtype", self.a.dtype)
 
 

@@ -187,6 +187,20 @@ def main(B: T.Buffer((4,), "float32")):
     assert [s.value.value for s in from_source(floats).body.seq] == [1000.5, 1e10, 0.25, 3.0]
 
 
+def test_not_of_an_integer_is_refused_as_tvm_refuses_it():
+    """``not A[i]`` of an int32 (TVM: "a_ty.MatchesCode(kDLBool)"); it had compiled to ~A[i],
+    true for 0 and for every other value but -1."""
+    src = '''\
+@T.prim_func
+def main(A: T.Buffer((2,), "int32"), B: T.Buffer((2,), "int32")):
+    for i in range(2):
+        if not A[i]:
+            B[i] = 1
+'''
+    assert_error(src, 4, 12, r"'not' takes a bool, not int32: compare with zero \(x == 0\)")
+    from_source(src.replace("not A[i]", "not A[i] == 0"))
+
+
 def test_match_buffer_on_a_non_parameter_at_function_level():
     src = '''\
 @T.prim_func

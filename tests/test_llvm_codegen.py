@@ -772,10 +772,11 @@ def func(N: T.int32, M: T.int32) -> T.int32:
 
 
 def _intrinsic_call(result: str, symbol: str, args: str, dtype: str = "int32") -> str:
+    store = "C[0:4]" if result.endswith("x4") else "C[0]"  # (a store takes the value's lanes)
     return f'''
 @T.prim_func
 def main(A: T.Buffer((8,), "{dtype}"), C: T.Buffer((4,), "int32")):
-    C[0:4] = T.call_llvm_pure_intrin("{result}", "{symbol}", {args})
+    {store} = T.call_llvm_pure_intrin("{result}", "{symbol}", {args})
 '''
 
 
