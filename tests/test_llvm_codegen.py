@@ -850,3 +850,22 @@ def main(A: T.Buffer((16,), "int8"), C: T.Buffer((4,), "int32")):
     tvms.build(func, "llvm")["main"](a, got)
     np.testing.assert_array_equal(expected, a.view("int32"))
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="x86 intrinsics")
+@pytest.mark.parametrize("executable", ["", "/no/such/python", "/bin/false"])
+def test_a_probe_that_cannot_run_leaves_a_right_module_to_build(executable, monkeypatch):
+    """No interpreter to run the probe in (an embedded one), or one that cannot import llvmlite:
+    that is not LLVM's abort, and the module builds unprobed (it had been a raw OSError, or a
+    refusal blaming the intrinsic)."""
+    from tvms.lowering.codegen import llvm_intrinsic_check
+
+    llvm_intrinsic_check._probe.cache_clear()
+    monkeypatch.setattr(llvm_intrinsic_check.sys, "executable", executable)
+    name = f"unprobed_{len(executable)}"  # (a text of its own: a build of a text built before is a cache hit)
+    func = from_source(_intrinsic_call("int32x4", "llvm.x86.sse2.pmadd.wd", "A[0:8], A[0:8]", "int16")
+                       .replace("def main(", f"def {name}("))
+    a, c = np.arange(8, dtype="int16"), np.zeros(4, "int32")
+    tvms.build(func)["main"](a, c)
+    np.testing.assert_array_equal(c, (a.astype("int32") ** 2).reshape(4, 2).sum(axis=1))
+    llvm_intrinsic_check._probe.cache_clear()

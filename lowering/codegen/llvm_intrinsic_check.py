@@ -6,7 +6,8 @@ checked before LLVM sees them, since LLVM ends the process on some instead of re
 - One of the host's architecture is compiled first in a process of its own (``probe``), once per
   module text and CPU: LLVM aborts on some calls of them instead of reporting them, an old name
   that it upgrades called with other types than the upgrade expects (an assertion) or an
-  instruction the CPU's features lack. A probe that dies is a TVMSError with LLVM's last words.
+  instruction the CPU's features lack. A probe that LLVM ends (a signal, an "LLVM ERROR", an
+  assertion) is a TVMSError with LLVM's last words; one that cannot run leaves the build unprobed.
 Target-independent intrinsics (``llvm.fmuladd``, ``llvm.sqrt``) need neither.
 """
 from __future__ import annotations
@@ -55,11 +56,14 @@ def refuse_foreign_intrinsic(symbol: str) -> None:
 
 
 # (run by a fresh interpreter: only llvmlite, the IR on stdin; exit 0 when it compiles, 3 when
-# LLVM reports an error, which the build then reports itself)
+# LLVM reports an error, which the build then reports itself, 4 when the probe cannot start)
 _PROBE = """
 import sys
-import llvmlite.binding as llvm
-llvm.initialize_native_target(); llvm.initialize_native_asmprinter()
+try:
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target(); llvm.initialize_native_asmprinter()
+except Exception:
+    sys.exit(4)
 triple, cpu, features = sys.argv[1:4]
 try:
     module = llvm.parse_assembly(sys.stdin.read())
@@ -88,9 +92,11 @@ def _probe(ir_text: str, triple: str, cpu: str, features: str, declared: tuple) 
     except subprocess.TimeoutExpired:
         raise TVMSError(f"LLVM did not finish compiling the calls of {', '.join(declared)} in "
                         f"{PROBE_SECONDS} s") from None
-    if done.returncode in (0, 3):
+    except OSError:  # (no interpreter to run it: an embedded one; the build goes on unprobed)
         return
     said = [line.strip() for line in done.stderr.splitlines() if "LLVM ERROR" in line or "Assertion" in line]
+    if done.returncode in (0, 3) or (done.returncode > 0 and not said):
+        return  # (compiled, reported, or the probe itself could not run: not LLVM's abort)
     last = said[-1] if said else (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
     last = last[last.find("Assertion"):] if "Assertion" in last else last  # (not the source file's path)
     raise TVMSError(f"LLVM cannot compile the calls of {', '.join(declared)} for {cpu} ({triple}): it "
