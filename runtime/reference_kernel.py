@@ -41,6 +41,7 @@ from tvms.ir.cuda_args import power_of_two, reduction
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
 from tvms.ir.op import get_op
+from tvms.ir.structural import structural_equal
 from tvms.ir.visitor import walk
 
 from . import reference_async, reference_ptx, reference_tma
@@ -161,15 +162,14 @@ class KernelCodegen:
         pairs where they agree, not every pair)."""
         outer = self.virtual_threads.get(tag)
         if outer is not None:
-            outer_var, outer_extent = outer
-            if not (isinstance(extent, E.IntImm) and isinstance(outer_extent, E.IntImm)
-                    and extent.value == outer_extent.value):
-                raise TVMSError(f"all loops bound to {tag!r} must have the same extent (got {self.src(outer_extent)} "
-                                f"for {outer_var.name!r} and {self.src(extent)} for {var.name!r} inside it)")
-            start = self.src(lo)
-            self.emit(f"{self.local(var)} = {self.local(outer_var)}" + ("" if start == "0" else f" + ({start})"))
+            outer_var, outer_lo, outer_extent = outer
+            if not (structural_equal(lo, outer_lo) and structural_equal(extent, outer_extent)):
+                raise TVMSError(f"all loops bound to {tag!r} must have the same range (got "
+                                f"[{outer_lo.script()}, +{outer_extent.script()}) for {outer_var.name!r} and "
+                                f"[{lo.script()}, +{extent.script()}) for {var.name!r} inside it)")
+            self.emit(f"{self.local(var)} = {self.local(outer_var)}")  # (one variable: the same start)
             return self.stmt(body)
-        self.virtual_threads[tag] = (var, extent)
+        self.virtual_threads[tag] = (var, lo, extent)
         try:
             return self.s_For(S.For(var, lo, extent, "serial", body))
         finally:

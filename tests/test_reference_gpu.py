@@ -356,9 +356,22 @@ def main(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
     diagonal = np.kron(np.eye(2), np.ones((4, 4))).astype(bool)
     np.testing.assert_array_equal(b, np.where(diagonal, 2 * a, 0))
     np.testing.assert_array_equal(lowered, b)
-    with pytest.raises(TVMSError, match=r"all loops bound to 'vthread.x' must have the same extent \(got 2 for 'i_0' and 4 for 'j_0'"):
+    with pytest.raises(TVMSError, match=r"all loops bound to 'vthread.x' must have the same range \(got \[0, \+2\) for "
+                                        r"'i_0' and \[0, \+4\) for 'j_0'"):
         run_prim_func(load(text.replace("T.thread_binding(2, thread=\"vthread.x\"):\n                for j_1 in range(4)",
                                         "T.thread_binding(4, thread=\"vthread.x\"):\n                for j_1 in range(2)")), a, b)
+    # a start of 1 (the inner loop's variable is the outer's, start included) and a symbolic extent
+    shifted = load(text.replace("T.thread_binding(2, thread=", "T.thread_binding(1, 3, thread=")
+                   .replace("i_0 * 4", "(i_0 - 1) * 4").replace("j_0 * 4", "(j_0 - 1) * 4"))
+    b = np.zeros((8, 8), "float32")
+    run_prim_func(shifted, a, b)
+    np.testing.assert_array_equal(b, np.where(diagonal, 2 * a, 0))
+    symbolic = load(text.replace("def main(A: T.Buffer((8, 8), \"float32\"), B: T.Buffer((8, 8), \"float32\")):",
+                                 "def main(A: T.Buffer((8, 8), \"float32\"), B: T.Buffer((8, 8), \"float32\"), n: T.int32):")
+                    .replace("T.thread_binding(2, thread=", "T.thread_binding(n, thread="))
+    b = np.zeros((8, 8), "float32")
+    run_prim_func(symbolic, a, b, 2)
+    np.testing.assert_array_equal(b, np.where(diagonal, 2 * a, 0))
 
 def test_warp_memory_is_per_row_of_threadidx_x() -> None:
     """``warp`` scope (before LowerWarpMemory): the 16 threads of a row along threadIdx.x share

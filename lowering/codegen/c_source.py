@@ -38,6 +38,23 @@ _BITWISE = {"tir.bitwise_and": " & ", "tir.bitwise_or": " | ", "tir.bitwise_xor"
 INT32 = DataType("int32")
 
 
+_UNIFORM_OPS = (E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.And, E.Or)
+
+
+def uniform_scalar(e: Any) -> Any:
+    """The scalar of a vector that is the same in every lane by its form (a broadcast, or
+    comparisons and logic of such), else None."""
+    if isinstance(e, E.Broadcast):
+        return e.value
+    if isinstance(e, E.Not):
+        a = uniform_scalar(e.a)
+        return None if a is None else E.Not(a)
+    if isinstance(e, _UNIFORM_OPS):
+        a, b = uniform_scalar(e.a), uniform_scalar(e.b)
+        return None if a is None or b is None else type(e)(a, b)
+    return None
+
+
 def outer_parens_match(s: str) -> bool:
     """Whether ``s`` is one parenthesised group: ``(a + b)`` but not ``(a) + (b)``."""
     if not (s.startswith("(") and s.endswith(")")):
@@ -431,11 +448,13 @@ class CSource:
 
     def if_then_else(self, e: E.Call) -> str:
         condition = e.args[0]
-        if isinstance(condition, E.Broadcast):  # (the same for every lane: one branch)
-            condition = condition.value
-        if condition.dtype.lanes > 1:  # (C branches on a scalar; VectorizeLoop leaves such loops serial)
+        if condition.dtype.lanes > 1:  # (the same for every lane: one branch, on its scalar)
+            condition = uniform_scalar(condition)
+        if condition is None:  # (C branches on a scalar; VectorizeLoop leaves such loops serial)
             raise TVMSError(f"the {self.target_name} code generator takes a T.if_then_else whose condition "
-                            f"is the same for every lane, not a vector of {condition.dtype.lanes} conditions: write T.Select (it reads both sides) or a loop over the lanes")
+                            f"is the same for every lane (broadcasts, compared), not a vector of "
+                            f"{e.args[0].dtype.lanes} conditions that may differ: write T.Select (it reads both "
+                            f"sides) or a loop over the lanes")
         result = self.names.fresh("condval")
         cond = self.expr(condition)
         self.line(f"{self.c_type(e.dtype)} {result};")
