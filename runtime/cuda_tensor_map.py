@@ -71,12 +71,16 @@ class TiledEncoding:
 
     @property
     def element_bytes(self) -> int:
-        return (DataType(self.dtype).bits + 7) // 8
+        return _element_bytes(self.dtype)
 
     @property
     def box_bytes(self) -> int:
         """The bytes one copy of a whole box moves (what ``complete_tx`` counts)."""
         return int(np.prod(self.box)) * self.element_bytes
+
+
+def _element_bytes(dtype: str) -> int:
+    return (DataType(dtype).bits + 7) // 8
 
 
 def _check(ok: bool, message: str) -> None:
@@ -146,7 +150,7 @@ def tiled_encoding(dtype: Any, rank: Any, address: int, args: tuple | list) -> T
     _check(oob_fill in (OOB_FILL_NONE, OOB_FILL_NAN), f"Unsupported oobFill enum value: {oob_fill}")
     packed_align16 = data_type in _PACKED_ALIGN16
     packed = data_type in PACKED
-    element_bytes = (DataType(dtype).bits + 7) // 8
+    element_bytes = _element_bytes(dtype)
     _check(address % 16 == 0, f"globalAddress must be 16-byte aligned (it is {address:#x})")
     if interleave != INTERLEAVE_NONE:
         _check(rank >= 3, "tensorRank must be greater than or equal to 3 when interleave is not NONE")

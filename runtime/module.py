@@ -191,7 +191,7 @@ class _BufferCheck:
             if expected != actual:
                 raise TVMSError(f"{where}: dimension {axis}: expected extent {expected}, got {actual}")
         for axis, var in self.stride_vars:  # (in elements: a vector's lanes are one element)
-            sizes.setdefault(var, int(np.prod(shape[axis + 1:len(self.buf.shape)], dtype=np.int64)))
+            sizes.setdefault(var, _contiguous_stride(arr, axis, len(self.buf.shape)))
         if self.offset_var is not None:
             sizes.setdefault(self.offset_var, 0)
         return arr
