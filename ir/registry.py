@@ -14,6 +14,10 @@ from typing import Callable
 from tvms.ir.errors import TVMSError
 
 _FUNCTIONS: dict[str, Callable] = {}
+# tvms's own plumbing (loaders, codegen backends, kernel factories) is registered by name too, so that
+# layers find each other; a script's text may not call these (``get_script_func``): they take Python
+# objects or raw addresses and are not part of what a program may do.
+_INTERNAL: set[str] = set()
 # ``import tvms`` loads the IR layer only, and the layers above load their parts on first use, so
 # what those parts register by name (global functions, the printer, passes) may not be there yet.
 # Each such layer adds the function that imports them; a lookup that misses runs the pending ones.
@@ -40,17 +44,19 @@ def load_layers(until: Callable[[], bool] = lambda: False) -> None:
                 raise
 
 
-def register_func(name: str | Callable, f: Callable | None = None, override: bool = False) -> Callable:
+def register_func(name: str | Callable, f: Callable | None = None, override: bool = False, *,
+                  internal: bool = False) -> Callable:
     """Register ``f`` as the global function ``name``; without ``f``, a decorator.
 
     >>> @register_func("env.add_one")
     ... def add_one(x, out): out[...] = x + 1
 
     ``@register_func`` on its own registers under the function's ``__name__``. A name already
-    taken is refused unless ``override=True``.
+    taken is refused unless ``override=True``. ``internal=True`` (tvms's own plumbing) keeps the
+    function from scripts: ``get_script_func`` refuses it.
     """
     if callable(name) and f is None:  # bare ``@register_func``
-        return register_func(name.__name__, name, override)
+        return register_func(name.__name__, name, override, internal=internal)
     if not isinstance(name, str) or not name:
         raise TVMSError(f"a global function is registered under a non-empty string, not {name!r}")
 
@@ -61,6 +67,7 @@ def register_func(name: str | Callable, f: Callable | None = None, override: boo
             raise TVMSError(f"the global function {name!r} is already registered "
                             f"(pass override=True to replace it)")
         _FUNCTIONS[name] = fn
+        (_INTERNAL.add if internal else _INTERNAL.discard)(name)  # (a user's override is the user's)
         return fn
 
     return register(f) if f is not None else register
@@ -80,15 +87,26 @@ def get_global_func(name: str, allow_missing: bool = False) -> Callable | None:
     return fn
 
 
+def get_script_func(name: str, allow_missing: bool = False) -> Callable | None:
+    """``get_global_func`` for a name a script's text gives (``R.call_packed``, ``T.call_packed``,
+    ``R.ExternFunc``): tvms's internal functions are refused."""
+    fn = get_global_func(name, allow_missing)
+    if fn is not None and name in _INTERNAL:
+        raise TVMSError(f"the global function {name!r} is internal to tvms (its build and runtime call "
+                        f"it); a script cannot call it")
+    return fn
+
+
 def list_global_func_names() -> list[str]:
     load_layers()
     return sorted(_FUNCTIONS)
 
 
 def remove_global_func(name: str) -> None:
+    _INTERNAL.discard(name)
     if _FUNCTIONS.pop(name, None) is None:
         raise TVMSError(f"cannot remove {name!r}: no global function of that name is registered")
 
 
-__all__ = ["add_layer_loader", "get_global_func", "list_global_func_names", "load_layers", "register_func",
+__all__ = ["add_layer_loader", "get_global_func", "get_script_func", "list_global_func_names", "load_layers", "register_func",
            "remove_global_func"]

@@ -3,8 +3,9 @@
 ``PassContext(config={...})`` takes any key, as the Python API always has; the command line's
 ``--pass-config KEY=VALUE`` (tvmc's flag) takes only these, since a key no pass reads would be
 silently useless there. ``parse_pass_configs(["tirx.use_async_copy=1"])`` gives the config
-dict, each value converted to its option's kind: a bool (1, 0, true, false), an int, or a JSON
-object (a pass's option record, e.g. ``tirx.UnrollLoop={"auto_max_step": 16}``).
+dict, each value converted to its option's kind: a bool (1, 0, true, false), an int, names
+(comma-separated), or a JSON object (a pass's option record, e.g.
+``tirx.UnrollLoop={"auto_max_step": 16}``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ PASS_CONFIGS: dict[str, tuple[str, str]] = {
     "relax.PadConvGroups.enable": ("bool", "tvms: pad grouped convolutions to whole vectors (CPU build)"),
     "relax.BlockChannels.enable": ("bool", "tvms: blocked channel layouts for convolutions (CPU build)"),
     "relax.WinogradConv2d.enable": ("bool", "tvms: Winograd 3x3 convolutions (CPU build)"),
+    "tvms.extern_functions": ("names", "tvms: C functions beyond libm that T.call_extern may call (llvm)"),
 }
 
 _BOOLS = {"1": True, "true": True, "0": False, "false": False}
@@ -58,6 +60,11 @@ def _value(key: str, kind: str, text: str) -> Any:
             return int(text)
         except ValueError:
             raise TVMSError(f"--pass-config {key}={text}: expected an integer") from None
+    if kind == "names":
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        if not names:
+            raise TVMSError(f"--pass-config {key}={text}: expected names separated by commas")
+        return names
     try:
         value = json.loads(text)
     except ValueError:

@@ -40,6 +40,6 @@ def blas_kernel(steps: list, params: tuple, results: tuple, symbol: str = "") ->
     return packed
 
 
-register_func("runtime.cpu_blas.kernel", blas_kernel)
+register_func("runtime.cpu_blas.kernel", blas_kernel, internal=True)
 
 __all__ = ["blas_kernel"]

@@ -403,7 +403,7 @@ def device_gemm_function(call: Any) -> Callable:
 
 
 if LIBRARY is not None:
-    register_func("runtime.cublas.gemm", device_gemm_function, override=True)
+    register_func("runtime.cublas.gemm", device_gemm_function, override=True, internal=True)
 
 __all__ = ["Descriptors", "GemmPlan", "LIBRARY", "Operand", "REASON", "cublaslt_gemm",
            "device_gemm_function", "device_operand", "gemm_function", "host_gemm", "host_operand", "load_library",

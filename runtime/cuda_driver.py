@@ -184,7 +184,7 @@ def detected_arch() -> str | None:
     return f"sm_{version}{'a' if version >= 90 else ''}"
 
 
-register_func("runtime.cuda_driver.detected_arch", detected_arch)
+register_func("runtime.cuda_driver.detected_arch", detected_arch, internal=True)
 
 
 def synchronize(index: int) -> None:

@@ -31,7 +31,7 @@ from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.host_program import DYNAMIC_SHARED
 
-from tvms.ir.registry import get_global_func
+from tvms.ir.registry import get_script_func
 
 from .cuda_tensor_map import check_slot  # (and runtime.cuTensorMapEncodeTiled registered)
 from .reference import _bind_dim, cast_value, compact_strides, compile_expr, numpy_dtype
@@ -249,7 +249,7 @@ class HostRunner:
         if not isinstance(call.args[0], E.StringImm):
             return _failing(f"{self.name}: T.call_packed needs the global function's name as a string")
         name = call.args[0].value
-        function = get_global_func(name, allow_missing=True)
+        function = get_script_func(name, allow_missing=True)
         if function is None:
             return _failing(f"{self.name}: the host function calls the global function {name!r}, "
                             f"which is not registered")

@@ -404,7 +404,7 @@ def load_cuda(artifacts: dict, target: str) -> CudaModule:
     return CudaModule(artifacts, target)
 
 
-register_func("runtime.module.load_cuda", load_cuda)
+register_func("runtime.module.load_cuda", load_cuda, internal=True)
 
 __all__ = ["CudaFunction", "CudaModule", "DriverLauncher", "Launchers", "ReferenceLauncher", "SourceModule",
            "load_cuda"]

@@ -403,4 +403,4 @@ def load_kernels(artifacts: dict, target: str) -> Module:
     return Module({key: Function(key, load_kernel(artifact)) for key, artifact in artifacts.items()}, target)
 
 
-register_func("runtime.module.load_llvm", load_kernels)
+register_func("runtime.module.load_llvm", load_kernels, internal=True)

@@ -47,5 +47,5 @@ def _array(value: Any) -> Any:
     return value.array if isinstance(value, Tensor) else np.asarray(value)
 
 
-registry.register_func("vm.builtin.register_py_func", register_py_func)
+registry.register_func("vm.builtin.register_py_func", register_py_func, internal=True)
 registry.register_func("vm.builtin.call_py_func", call_py_func)

@@ -29,7 +29,7 @@ from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructIn
 from .numpy_ops import NUMPY_OPS, Shape
 from .reference import compile_expr, run_prim_func
 from ..ir import registry
-from ..ir.registry import get_global_func
+from ..ir.registry import get_global_func, get_script_func
 from . import py_funcs
 from .packed import register_func
 from ..ir.relax_op import SPECIAL_OPS
@@ -185,7 +185,7 @@ class _Interpreter:
         return self.mod[e]
 
     def x_ExternFunc(self, e: rx.ExternFunc, env: dict) -> Callable:
-        return get_global_func(e.global_symbol)
+        return get_script_func(e.global_symbol)
 
     def x_Function(self, e: rx.Function, env: dict) -> Closure:
         return Closure(e, dict(env))
@@ -225,7 +225,7 @@ class _Interpreter:
 
     def callee(self, e: Any, env: dict) -> Callable:
         if isinstance(e, rx.StringImm):
-            return get_global_func(e.value)
+            return get_script_func(e.value)
         fn = self.eval(e, env)
         if not callable(fn):
             raise TVMSError(f"R.call_packed: {fn!r} is not a packed function")
@@ -371,7 +371,8 @@ def eval_expr(expr: Any, mod: IRModule | None = None, env: dict | None = None) -
         return _Interpreter(mod if mod is not None else IRModule()).eval(expr, dict(env or {}))
 
 
-registry.register_func("runtime.reference_relax.eval_expr", eval_expr)  # (FoldConstant evaluates with it)
+# (FoldConstant evaluates with it)
+registry.register_func("runtime.reference_relax.eval_expr", eval_expr, internal=True)
 
 
 def _is_shape_param(p: rx.Var) -> bool:

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from tvms.ir.errors import TVMSError
-from tvms.ir.registry import get_global_func
+from tvms.ir.registry import get_script_func
 
 from . import reference_async
 from .cuda_tensor_map import (FLOATING, INTERLEAVE_NONE, OOB_FILL_NAN, PACKED, SWIZZLE_BYTES, TFLOAT32,
@@ -322,7 +322,7 @@ def stack_alloca(dtype: Any, kind: str, count: int) -> ReferenceTensorMap:
 def call_packed(dtype: Any, name: str, *args: Any) -> Any:
     """``T.call_packed(name, args...)``: the registered global function, on the arguments' values
     (a buffer's data is its flat array)."""
-    return get_global_func(name)(*args)
+    return get_script_func(name)(*args)
 
 
 HOST_INTRINSICS = {"tir.tvm_stack_alloca": stack_alloca, "tir.tvm_call_packed": call_packed}

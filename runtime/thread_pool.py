@@ -155,7 +155,7 @@ def thread_pool_entry() -> tuple:
     return POOL_SYMBOL, POOL_RUN, POOL_TASK, FORKED_SYMBOL
 
 
-register_func("runtime.thread_pool_kind", thread_pool_kind)
-register_func("runtime.thread_pool_entry", thread_pool_entry)
+register_func("runtime.thread_pool_kind", thread_pool_kind, internal=True)
+register_func("runtime.thread_pool_entry", thread_pool_entry, internal=True)
 
 __all__ = ["load_thread_pool", "set_pool_spin", "thread_pool_kind"]

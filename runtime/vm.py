@@ -117,7 +117,7 @@ class Executable:
         return f"Executable({', '.join(self.function_names)}; kernels {', '.join(self._kernels.functions)})"
 
 
-register_func("runtime.vm.executable", Executable)  # (the link step of tvms.compile)
+register_func("runtime.vm.executable", Executable, internal=True)  # (the link step of tvms.compile)
 
 
 _TAIL = -(1 << 62)  # (a step's answer: "a self tail call", the callee's arguments left in its dst register)

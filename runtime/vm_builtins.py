@@ -21,7 +21,7 @@ import numpy as np
 
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
-from tvms.ir.registry import get_global_func
+from tvms.ir.registry import get_script_func
 from tvms.ir.vm_program import Call, Const, Imm, Reg, Size
 
 from .cuda_tensor import CudaTensor
@@ -184,7 +184,7 @@ def step_of(vm: "VirtualMachine", call: Call, heap_names: tuple) -> Step:
     memory = vm.device_memory  # (on a GPU a host result goes to the device, where kernels read)
 
     def packed_step(regs: list, heap: list) -> None:
-        fn = get_global_func(name)
+        fn = get_script_func(name)
         with np.errstate(all="ignore"):
             out = fn(*values(regs, heap))
         if dst is not None:
@@ -441,7 +441,7 @@ def _prim_value(vm, call, names) -> Step:
 
 def _get_packed(vm, call, names) -> Step:
     (name,) = _immediates(call, 1)
-    return _writing(call.dst, lambda regs, heap: get_global_func(name))
+    return _writing(call.dst, lambda regs, heap: get_script_func(name))
 
 
 def _make_closure(vm, call, names) -> Step:

@@ -20,6 +20,7 @@ from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.visitor import collect
 from . import llvm_parallel, object_cache
+from .extern_functions import check_extern_calls
 from .llvm import codegen_llvm, entry_slots
 from .llvm_target import LLVMTarget, assembly, optimize, parse_llvm_target, target_machine
 
@@ -77,6 +78,7 @@ def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main
     if not isinstance(func, PrimFunc):
         raise TVMSError(f"compile_prim_func takes a PrimFunc, got {type(func).__name__}")
     llvm_target = target if isinstance(target, LLVMTarget) else parse_llvm_target(target)
+    check_extern_calls(func)
     # (the symbol too: the code defines it, and a private function prints no name, so two with
     # one body, as ConcatInPlace makes for two concatenations alike, would share one symbol and
     # a shared library linking both would define it twice)

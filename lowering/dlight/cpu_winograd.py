@@ -144,6 +144,7 @@ def _custom_rule(schedule: Any, **options: Any) -> Any:
 
 for _name, _schedule in SCHEDULES.items():
     _options = {"static_loops": True} if _schedule is schedule_output else {}
-    register_func(f"s_tir.meta_schedule.cpu.{_name}", _custom_rule(_schedule, **_options), override=True)
+    register_func(f"s_tir.meta_schedule.cpu.{_name}", _custom_rule(_schedule, **_options), override=True,
+                  internal=True)
 
 __all__ = ["Winograd", "schedule_data", "schedule_gemm", "schedule_output", "schedule_weight"]

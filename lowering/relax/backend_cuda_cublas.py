@@ -268,7 +268,7 @@ def enable_codegen(reason_unavailable: str = "") -> bool:
     if get_global_func("runtime.cublas.gemm", True) is None:
         set_unavailable(BACKEND, reason_unavailable or "the cuBLAS library is not loaded")
         return False
-    register_func(f"relax.ext.{BACKEND}", codegen, override=True)
+    register_func(f"relax.ext.{BACKEND}", codegen, override=True, internal=True)
     return True
 
 

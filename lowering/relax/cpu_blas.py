@@ -90,6 +90,6 @@ def codegen(functions: list, options: Any = None,
     return [external_module(BACKEND, built)]
 
 
-register_func(f"relax.ext.{BACKEND}", codegen, override=True)
+register_func(f"relax.ext.{BACKEND}", codegen, override=True, internal=True)
 
 __all__ = ["BACKEND", "check_matmul", "codegen", "compile_composite", "composite_of"]

@@ -473,10 +473,13 @@ class _FunctionCompiler:
         return Reg(out)
 
     def call_dps_packed(self, e: rx.Call, dst: int | None) -> Reg:
-        name = _packed_name(e.args[0], "R.call_dps_packed")
+        callee = e.args[0]
         inputs = self.inputs(e.args[1], "R.call_dps_packed")
         outs = self.outputs(e, dst)
-        self.code.append(Call(None, "packed", name, tuple(inputs + outs)))
+        if isinstance(callee, (rx.StringImm, rx.ExternFunc)):
+            self.code.append(Call(None, "packed", _packed_name(callee, "R.call_dps_packed"), tuple(inputs + outs)))
+        else:  # (a variable bound to an R.ExternFunc: the function its register holds)
+            self.builtin("vm.builtin.invoke_closure", [self.expr(callee), *inputs, *outs], self.reg())
         return self.dps_result(e, outs, dst)
 
     def call_packed(self, e: rx.Call, dst: int | None) -> Reg:
