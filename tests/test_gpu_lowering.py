@@ -19,7 +19,7 @@ import pytest
 from conftest import CORPUS_COPY, FIXTURES
 import tvms
 from tvms.ir.expr import BufferLoad, Call, Var
-from tvms.ir.stmt import Block, BlockRealize, BufferStore
+from tvms.ir.stmt import AllocBuffer, Block, BlockRealize, BufferStore
 from tvms.ir.errors import TVMSError
 from tvms.ir.module import IRModule
 from tvms.ir.structural import structural_equal
@@ -178,6 +178,10 @@ def run_kernels(mod: IRModule, arrays: dict, sizes: dict) -> None:
     host = mod["main"]
     values = {buf.data: arrays[buf.name].reshape(-1) for buf in host.buffer_map.values()}
     values.update({v: sizes[v.name] for v in walk(host.body) if isinstance(v, Var) and v.name in sizes})
+    for alloc in walk(host.body):  # (a global scratch one kernel writes and the next reads: undefined first)
+        if isinstance(alloc, AllocBuffer):
+            size = int(np.prod([int(d.value) for d in alloc.buffer.shape]))
+            values[alloc.buffer.data] = np.full(size, np.nan, str(alloc.buffer.dtype))
     for call in walk(host.body):
         if isinstance(call, Call) and getattr(call.op, "name", "") == "tir.call_ffi_kernel":
             kernel = mod[call.args[0].value]
@@ -189,7 +193,7 @@ def run_kernels(mod: IRModule, arrays: dict, sizes: dict) -> None:
 # LowerIntrin they call CUDA's functions, which only the CUDA code generator knows)
 COMPUTED = ["exp_dyn_nocse", "matmul_dyn_nocse", "vthread", "vthread_local", "intrinsics", "matmul_relu", "reduce_warp", "reduce_tree",
             "reduce_two_warps", "warp_memory", "dlight_rms_norm_nocse", "dlight_softmax_nocse",
-            "dlight_argmax_nocse", "dlight_layer_norm_nocse"]
+            "dlight_argmax_nocse", "dlight_layer_norm_nocse", "layer_norm_tuple_sum"]
 
 
 @pytest.mark.parametrize("case", COMPUTED)
@@ -209,8 +213,11 @@ def test_kernels_compute_what_the_schedule_computes(case: str) -> None:
                           for p in func.params])
     got = {name: a.copy() for name, a in arrays.items()}
     run_kernels(gpu.split_for_cuda(func, Target("cuda")), got, sizes)
+    # (the tuple-sum layer norm's variance, E[x^2] - E[x]^2 in float32 summed in another order,
+    # keeps fewer digits where the output is near zero)
+    atol = 1e-4 if case.startswith("layer_norm_tuple_sum") else 1e-5
     for name in arrays:
-        np.testing.assert_allclose(got[name], expected[name], rtol=1e-3, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-3, atol=atol, err_msg=name)
 
 
 @pytest.mark.parametrize("case", [pytest.param("dlight_matmul_add_relu_nocse", marks=pytest.mark.slow),
