@@ -15,8 +15,11 @@ scheduler, ``(kind, site, *payload)``:
 * ``WARP_SYNC``: ``T.tvm_storage_sync("warp")``, for the lanes of a warp that reach it together
   (TVM's CUDA code generator emits nothing for it: the lanes of a warp run in lock-step, and
   LowerThreadAllreduce puts it in code only some lanes run);
-* ``SHUFFLE`` / ``SHUFFLE_UP`` / ``SHUFFLE_DOWN`` / ``ACTIVEMASK``: the warp intrinsics, answered
-  once every lane the mask names has reached the same one (lock-step);
+* ``SHUFFLE`` / ``SHUFFLE_UP`` / ``SHUFFLE_DOWN`` / ``SHUFFLE_XOR`` / ``ACTIVEMASK``: the warp
+  intrinsics (TVM's ``T.tvm_warp_*`` and CUDA's ``T.cuda.__shfl*_sync`` / ``__activemask`` that
+  LowerIntrin makes of them), answered once every lane the mask names has reached the same one
+  (lock-step); a lane outside its own mask is an error, and a lane reading one outside the mask
+  or not there reads an undefined value (NaN; refused for a type without one);
 * ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
   threads of each reduction group and answers every thread with its group's value;
 * ``WMMA``: a tensor-core call, run once when every running lane of the warp has reached it
@@ -54,8 +57,10 @@ from tvms.ir.errors import TVMSError
 
 from . import reference_ptx, reference_wmma
 
-BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE, MBARRIER = range(11)
-_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, WMMA, PTX, WARP_VOTE)
+(BARRIER, WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, ACTIVEMASK, ALLREDUCE, WMMA, PTX, WARP_VOTE, MBARRIER,
+ SHUFFLE_XOR) = range(12)
+_WARP_KINDS = (WARP_SYNC, SHUFFLE, SHUFFLE_UP, SHUFFLE_DOWN, SHUFFLE_XOR, ACTIVEMASK, WMMA, PTX, WARP_VOTE)
+_SHUFFLE_NAMES = {SHUFFLE: "shuffle", SHUFFLE_UP: "shuffle up", SHUFFLE_DOWN: "shuffle down", SHUFFLE_XOR: "xor shuffle"}
 
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 CLOCK_STEP = 1 << 24  # more than the threads of any block
@@ -428,7 +433,7 @@ def _answer_warps(block: Block, waits: list, replies: list) -> list:
         elif kind == WARP_VOTE:
             released += _vote(lanes, running[warp], waits, replies, block.kernel.sites[waits[members[0]][1]])
         else:
-            released += _shuffle(kind, lanes, running[warp], waits, replies)
+            released += _shuffle(kind, lanes, running[warp], waits, replies, block.kernel.sites[waits[members[0]][1]])
     return sorted(released)
 
 
@@ -488,26 +493,45 @@ def _vote(lanes: dict, running: set, waits: list, replies: list, site: Site) -> 
     return done
 
 
-def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list) -> list:
+def shuffle_source(kind: int, lane: int, arg: int, width: int) -> int:
+    """The lane whose value lane ``lane`` reads at a shuffle of ``width``-lane segments (CUDA's
+    ``__shfl*_sync``): its own where the source falls past its segment's end (or, shuffling up,
+    before its start); a xor shuffle may read from an earlier segment."""
+    base = lane - lane % width
+    if kind == SHUFFLE:
+        return base + arg % width
+    if kind == SHUFFLE_UP:
+        return lane - arg if lane % width >= arg else lane
+    if kind == SHUFFLE_DOWN:
+        return lane + arg if lane % width + arg < width else lane
+    return lane ^ arg if (lane ^ arg) < base + width else lane
+
+
+def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list, site: Site) -> list:
     """Answer the lanes of one warp at one shuffle (``lanes``: lane -> thread) whose mask's
-    running lanes are all there; the threads answered."""
+    running lanes are all there; the threads answered. CUDA leaves undefined a shuffle whose
+    mask leaves out the calling lane (refused), and the value read from a lane that is not in
+    the mask or not there (exited, or elsewhere): a float is NaN, so that a use shows (TVM's
+    own reductions over fewer lanes than the warp read such lanes and drop what they read); a
+    value of another type cannot be marked undefined, and is refused rather than made up."""
     done = []
     for lane, t in lanes.items():
         _, _, mask, value, arg, width = waits[t]
         mask, arg, width = int(mask), int(arg), int(width)
         if any(mask >> other & 1 and other not in lanes for other in running):
             continue
-        base = lane - lane % width
-        if kind == SHUFFLE:
-            src = base + arg % width
-        elif kind == SHUFFLE_UP:
-            src = lane - arg if lane % width >= arg else lane
-        else:
-            src = lane + arg if lane % width + arg < width else lane
-        if src in lanes:
+        what = f"lane {lane} at the warp {_SHUFFLE_NAMES[kind]} {site} (mask {mask:#x})"
+        if not mask >> lane & 1:
+            raise TVMSError(f"{what}: its mask leaves it out, which CUDA leaves undefined")
+        src = shuffle_source(kind, lane, arg, width)
+        if mask >> src & 1 and src in lanes:
             replies[t] = waits[lanes[src]][3]
-        else:  # a lane that is not there: undefined (NaN for floats, so that a use shows)
-            replies[t] = value * np.nan if isinstance(value, (np.floating, float)) else value
+        elif np.asarray(value).dtype.kind == "f":
+            replies[t] = value * np.nan
+        else:
+            why = "is not in the mask" if not mask >> src & 1 else "does not reach it (exited or elsewhere)"
+            raise TVMSError(f"{what} reads lane {src}, which {why}: CUDA leaves the value undefined, and the "
+                            f"executor has no undefined {type(value).__name__} to give")
         done.append(t)
     return done
 

@@ -10,7 +10,8 @@ thread binding only reads the thread's index from ``_ix``. In that function:
 * ``shared`` allocations come from the block (``_blk.shared``), ``warp`` ones from the warp;
   ``local`` ones are the thread's own, and so are non-global buffers allocated outside the launch
   (scheduled TensorIR allocates them at the root block; lowering moves them in);
-* ``T.tvm_storage_sync`` (and ``T.cuda.cta_sync`` / ``warp_sync``), the warp shuffles, ``T.tvm_warp_activemask``,
+* ``T.tvm_storage_sync`` (and ``T.cuda.cta_sync`` / ``warp_sync``), the warp shuffles and
+  ``T.tvm_warp_activemask`` (TVM's, and CUDA's ``__shfl*_sync`` / ``__activemask`` after LowerIntrin),
   ``T.tvm_thread_allreduce`` and the warp-wide PTX instructions (``T.ptx_legacy.mma`` and
   ``ldmatrix``) become ``yield``s of requests to the block's scheduler; the PTX intrinsics each
   thread runs alone (``T.cuda.mma_fill_legacy``, ``mma_store_legacy``, a transposed 8-bit
@@ -50,8 +51,13 @@ from . import reference_wmma
 from .reference_positions import vector_positions
 from .tir_values import cast_value, numpy_dtype
 
+# TVM's warp shuffles (mask, value, lane or delta, width, warp size) and CUDA's, as LowerIntrin
+# writes them for a cuda target (the same without the warp size)
 _SHUFFLES = {"tir.tvm_warp_shuffle": gpu.SHUFFLE, "tir.tvm_warp_shuffle_up": gpu.SHUFFLE_UP,
-             "tir.tvm_warp_shuffle_down": gpu.SHUFFLE_DOWN}
+             "tir.tvm_warp_shuffle_down": gpu.SHUFFLE_DOWN,
+             "tir.cuda.__shfl_sync": gpu.SHUFFLE, "tir.cuda.__shfl_up_sync": gpu.SHUFFLE_UP,
+             "tir.cuda.__shfl_down_sync": gpu.SHUFFLE_DOWN, "tir.cuda.__shfl_xor_sync": gpu.SHUFFLE_XOR}
+_ACTIVEMASKS = ("tir.tvm_warp_activemask", "tir.cuda.__activemask")
 _SHARED = ("shared", "shared.dyn")
 # T.cuda.*'s warp votes: the vote (reference_gpu._vote's tag; T.cuda.warp_reduce's are warp_sum, ...)
 _VOTES = {"tir.cuda.ballot_sync": "ballot", "tir.cuda.any_sync": "any",
@@ -456,11 +462,11 @@ class KernelCodegen:
             return self._call(reference_async.cp_async, "_blk", "_me", self._pointer(dst, e.dtype), self.src(dst_offset),
                               self.local(pointer_data(src)), self.src(src_offset), self.src(nbytes), predicate,
                               k.stmt_ref)
-        if name in _SHUFFLES or name == "tir.tvm_warp_activemask":
+        if name in _SHUFFLES or name in _ACTIVEMASKS:
             if k is None:
                 raise TVMSError(f"{name[4:]} outside a GPU kernel (no thread launch encloses it)")
             stmt = k.current
-            if name == "tir.tvm_warp_activemask":
+            if name in _ACTIVEMASKS:
                 return self.wait(gpu.ACTIVEMASK, stmt)
             mask, value, arg, width = (self.src(a) for a in e.args[:4])
             return self.wait(_SHUFFLES[name], stmt, (mask, value, arg, width))

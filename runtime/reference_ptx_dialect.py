@@ -27,11 +27,13 @@ are that queue's. wgmma's matrix multiply of two shared-memory operands, its fen
 wait, and ``T.cuda.wgmma.encode_matrix_descriptor`` are reference_wgmma's; fence.proxy orders
 nothing the executor could see (it has one proxy).
 
-mbarrier's init, arrive, expect_tx and ``T.cuda.mbarrier_wait``, and the TMA's tensor copies
-(``cp.async.bulk.tensor``, its bulk groups and prefetch) are reference_tma's.
+mbarrier's init, arrive (its ``state`` forms too), expect_tx, ``try_wait`` (on a state token or a
+parity) and ``T.cuda.mbarrier_wait``, and the TMA's tensor copies (``cp.async.bulk.tensor``, its
+bulk groups and prefetch) are reference_tma's.
 
 Everything else -- a call its family only names (where the table leaves entries open), tcgen05,
-wgmma's other forms, mbarrier's tests and waits as instructions, the non-tensor bulk copies,
+wgmma's other forms, mbarrier's arrive_drop and test_wait (a non-blocking test a thread spins on:
+the executor switches threads only where they wait), the non-tensor bulk copies,
 multimem, named barriers, isspacep -- is refused by the name PTX spells it (``refusal``).
 """
 from __future__ import annotations
@@ -132,7 +134,8 @@ WARP: dict[str, Callable] = {
 _BARRIERS = tuple(f"{b}_sync{c}" for b in ("bar", "barrier") for c in ("", "_count"))
 _BARRIER_VOTES = tuple(f"{b}_red_{k}{c}" for b in ("bar", "barrier") for k in ("popc", "pred") for c in ("", "_count"))
 # the entries the executor runs (the waits besides WARP: the code generator's)
-RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *reference_tma.ASYNC, *WARP, *_BARRIERS, *_BARRIER_VOTES,
+RUNS = frozenset({*ARITHMETIC, *ptx_memory.MEMORY, *reference_tma.ASYNC, *reference_tma.WAITS, *WARP, *_BARRIERS,
+                  *_BARRIER_VOTES,
                   "bar_warp_sync", "activemask", "cp_async_wait_all", *reference_wgmma.MMA, *reference_wgmma.ORDERING})
 # the cp.async group operations (read as their own ops, ir/op.py PTX_CP): the thread's queue of copies
 _GROUPS = {"tir.ptx.cp_async_commit_group": "commit", "tir.ptx.cp_async_wait_group": "wait"}
@@ -141,7 +144,10 @@ _MBARRIER_WAITS = ("tir.cuda.mbarrier_wait", "tir.cuda.mbarrier_wait_acquire_clu
 # why some neighbours of what it runs are refused
 _WHY = {"bar_arrive": ": its barriers take every thread of the block, each waiting",
         "barrier_arrive": ": its barriers take every thread of the block, each waiting",
-        "isspacep": ": it does not tell global from local memory"}
+        "isspacep": ": it does not tell global from local memory",
+        **{f"mbarrier_test_wait{form}": ": a non-blocking test that a thread spins on, and the executor switches "
+                                        "threads only where they wait (mbarrier.try_wait runs)"
+           for form in ("", "_parity", "_report", "_report_value", "_parity_report", "_parity_report_value")}}
 
 
 def _results(value: Any) -> tuple:
@@ -271,6 +277,9 @@ class PtxDialectCodegen:
         if name in ptx_memory.MEMORY or name in reference_tma.ASYNC:
             fn = ptx_memory.MEMORY.get(name) or reference_tma.ASYNC[name]
             return self._call(memory, self.name(fn, "_f"), text, mods_src, "_blk", "_me", k.stmt_ref, *reads)
+        if name in reference_tma.WAITS:  # (waitComplete once the phase of the token's parity has completed)
+            ready = self._call(reference_tma.waiter, "_blk", reads[0], reads[1])
+            return f"({self.wait(gpu.MBARRIER, k.current, (ready,))}, True)[1:]"
         if name in WARP:  # (the membermask last; the lane's other sources travel with its vote)
             answer = self.name(warp_answer(WARP[name], mods), "_f")
             values = "(" + "".join(r + ", " for r in reads[:-1]) + ")"

@@ -4,12 +4,15 @@ the tensor maps its host encodes (``cuda_tensor_map``: a ``ReferenceTensorMap``,
 the host array it views).
 
 * ``mbarrier.init`` gives the barrier at a shared address its expected arrival count (phase 0);
-  ``mbarrier.arrive`` (``.expect_tx``: first adding to the transaction count) arrives;
+  ``mbarrier.arrive`` (``.expect_tx``: first adding to the transaction count) arrives (its
+  ``state`` form returns the token of the phase it arrived in: that phase's parity);
   ``mbarrier.expect_tx`` adds to the transaction count; a copy completing its bytes takes them
   off (``complete_tx``). The phase completes when every arrival is in and the count is back to
   zero: the copies it waited for land in shared memory then, the phase flips, and the arrivals
   start over. ``T.cuda.mbarrier_wait(bar, parity)`` blocks the thread until the phase of that
-  parity has completed (the scheduler's ``MBARRIER`` wait, reference_gpu).
+  parity has completed (the scheduler's ``MBARRIER`` wait, reference_gpu); so does
+  ``mbarrier.try_wait`` on a state token or a parity (``WAITS``), then answering that it has (the
+  hardware may also answer "not yet" when its time limit passes: a caller loops on it).
 * ``cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`` (and
   ``shared::cta``) reads the box at the coordinates (innermost first) from the map's array when
   issued: the box is clipped at the tensor's edges and the elements outside are zero, or NaN where
@@ -112,6 +115,23 @@ def arrive(ctx: tuple, m: dict, address: Address, count: Any = None, *_: Any) ->
 def arrive_expect_tx(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
     barrier_at(ctx[0], address, "mbarrier.arrive.expect_tx").step(arrivals=1, tx=int(tx))
     return ()
+
+
+def arrive_state(ctx: tuple, m: dict, address: Address, count: Any = None, *_: Any) -> tuple:
+    """``mbarrier.arrive{.sem.scope}.shared.b64 state, [addr]{, count}``: the arrival, and its
+    state token, the parity of the phase it arrived in (a wait on the token waits for that
+    phase, as ``mbarrier.try_wait ... waitComplete, [addr], state`` does on the hardware)."""
+    barrier = barrier_at(ctx[0], address, "mbarrier.arrive")
+    phase = barrier.phase
+    barrier.step(arrivals=1 if count is None else int(count))
+    return (np.uint64(phase),)
+
+
+def arrive_expect_tx_state(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
+    barrier = barrier_at(ctx[0], address, "mbarrier.arrive.expect_tx")
+    phase = barrier.phase
+    barrier.step(arrivals=1, tx=int(tx))
+    return (np.uint64(phase),)
 
 
 def expect_tx(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
@@ -331,6 +351,8 @@ HOST_INTRINSICS = {"tir.tvm_stack_alloca": stack_alloca, "tir.tvm_call_packed": 
 ASYNC = {
     "mbarrier_init": init, "mbarrier_arrive": arrive, "mbarrier_arrive_nocount": arrive,  # (no count: one)
     "mbarrier_arrive_expect_tx": arrive_expect_tx,
+    "mbarrier_arrive_state": arrive_state, "mbarrier_arrive_count_state": arrive_state,
+    "mbarrier_arrive_expect_tx_state": arrive_expect_tx_state,
     "mbarrier_expect_tx": expect_tx,
     "cp_async_bulk_tensor_g2s_cluster": tensor_load, "cp_async_bulk_tensor_g2s_cta": tensor_load,
     "cp_async_bulk_tensor_g2s_cluster_multicast16": tensor_load,
@@ -340,3 +362,7 @@ ASYNC = {
     "fence_mbarrier_init": lambda ctx, m, *_: (),
 }
 BULK_STORES = ("cp_async_bulk_tensor_s2g",)
+# mbarrier.try_wait on a state token or a parity ([addr], state or parity{, suspend time hint}):
+# the thread waits until the phase has completed (reference_ptx_dialect makes it a wait)
+WAITS = ("mbarrier_try_wait", "mbarrier_try_wait_hint", "mbarrier_try_wait_parity",
+         "mbarrier_try_wait_parity_no_hint")

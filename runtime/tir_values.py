@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tvms.ir import cuda_math
 from tvms.ir.dtype import ML_DTYPES, DataType, float_limits, ml_dtype
 from tvms.ir.errors import TVMSError
 from tvms.ir.op import LLVM_INTRINSICS
@@ -280,3 +281,18 @@ def _llvm_intrin(dtype: DataType, name: str, *args: Any) -> Any:
 
 
 INTRINSICS["tir.call_llvm_pure_intrin"] = INTRINSICS["tir.call_llvm_intrin"] = _llvm_intrin
+
+
+def _cuda_extern(dtype: DataType, name: str, *args: Any) -> Any:
+    """``T.call_pure_extern(dtype, "expf", x)``: CUDA's math function, as LowerIntrin writes a math
+    intrinsic for a cuda target (``hexp``, ``rsqrtf``, ``__clz``, fast math's ``__expf``, ...)."""
+    intrinsic = cuda_math.intrinsic_of(name)
+    if intrinsic is None:
+        raise TVMSError(f"the reference executor does not implement the extern function {name!r} "
+                        f"(T.call_pure_extern runs CUDA's math functions only)")
+    if intrinsic == "clz":  # (the width is the function's: __clz of 32 bits, __clzll of 64)
+        return cast_value(count_leading_zeros(64 if name.endswith("ll") else 32, *args), dtype)
+    return INTRINSICS[f"tir.{intrinsic}"](dtype, *args)
+
+
+INTRINSICS["tir.call_pure_extern"] = _cuda_extern

@@ -289,6 +289,110 @@ def f(A: T.Buffer((24,), "float32"), O: T.Buffer((24,), "float32")):
     assert np.isnan(out[20:]).all()
 
 
+def test_cuda_warp_intrinsics_after_lower_intrin() -> None:
+    """CUDA's spellings that LowerIntrin leaves (``T.cuda.__shfl*_sync(mask, v, arg, width)``,
+    ``T.cuda.__activemask()``) run in lock-step as TVM's builtins do; a xor shuffle reads lane
+    ``lane ^ m``, its own value where that falls past its segment."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), O: T.Buffer((5, 64), "float32"), M: T.Buffer((64,), "uint32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    mask = T.cuda.__activemask()
+    O[0, tx] = T.cuda.__shfl_up_sync(mask, A[tx], 1, 16)
+    O[1, tx] = T.cuda.__shfl_down_sync(mask, A[tx], 3, 16)
+    O[2, tx] = T.cuda.__shfl_sync(mask, A[tx], 5, 16)
+    O[3, tx] = T.cuda.__shfl_xor_sync(mask, A[tx], 5, 32)
+    O[4, tx] = T.cuda.__shfl_xor_sync(mask, A[tx], 8, 8)
+    M[tx] = T.uint32(0)
+    if tx < 40:
+        M[tx] = T.cuda.__activemask()
+""")
+    a = RNG.standard_normal(64).astype("float32")
+    out = np.zeros((5, 64), "float32")
+    masks = np.zeros(64, "uint32")
+    run_prim_func(func, a, out, masks)
+    me = np.arange(64)
+    lane = me % 16
+    np.testing.assert_array_equal(out[0], a[np.where(lane >= 1, me - 1, me)])
+    np.testing.assert_array_equal(out[1], a[np.where(lane + 3 < 16, me + 3, me)])
+    np.testing.assert_array_equal(out[2], a[me - lane + 5])
+    np.testing.assert_array_equal(out[3], a[me ^ 5])
+    # (lane ^ 8 is in the next segment of 8 for lanes 0-7, and in the one before for lanes 8-15)
+    np.testing.assert_array_equal(out[4], a[np.where(me % 16 >= 8, me ^ 8, me)])
+    np.testing.assert_array_equal(masks, np.where(me < 32, 0xFFFFFFFF, np.where(me < 40, 0xFF, 0)))
+
+
+def test_undefined_shuffles_are_refused() -> None:
+    """A lane that shuffles with a mask that leaves it out is refused (CUDA: undefined); so is an
+    integer read from a lane that is not there (a float reads NaN, a value the executor can mark
+    undefined)."""
+    outside = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), O: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    O[tx] = T.cuda.__shfl_sync(T.uint32(65535), A[tx], 0, 32)
+""")
+    with pytest.raises(TVMSError, match=r"lane 16 at the warp shuffle `O\[tx\] = T.cuda.__shfl_sync\(T.uint32\(65535\), "
+                                        r"A\[tx\], 0, 32\)` \(<string>:5:5\) \(mask 0xffff\): its mask leaves it out"):
+        run_prim_func(outside, np.zeros(32, "float32"), np.zeros(32, "float32"))
+    missing = load("""
+@T.prim_func
+def f(A: T.Buffer((16,), "int32"), O: T.Buffer((16,), "int32")):
+    tx = T.launch_thread("threadIdx.x", 16)
+    O[tx] = T.cuda.__shfl_down_sync(T.cuda.__activemask(), A[tx], 8, 32)
+""")
+    with pytest.raises(TVMSError, match=r"lane 8 at the warp shuffle down .* \(mask 0xffff\) reads lane 16, which is "
+                                        r"not in the mask: CUDA leaves the value undefined"):
+        run_prim_func(missing, np.zeros(16, "int32"), np.zeros(16, "int32"))
+    floats = load(missing.script().replace('"int32"', '"float32"'))
+    a, out = np.arange(16, dtype="float32"), np.zeros(16, "float32")
+    run_prim_func(floats, a, out)
+    np.testing.assert_array_equal(out[:8], a[8:])
+    assert np.isnan(out[8:]).all()
+
+
+def test_cuda_math_functions_in_kernels() -> None:
+    """``T.call_pure_extern`` of CUDA's math functions, as LowerIntrin writes the intrinsics
+    (float32's ``expf``, fast math's ``__expf``, ``rsqrtf``, float16's ``hexp``, float64's
+    ``exp``, ``__clz``, ``__popc``); any other extern function is refused by name."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), H: T.Buffer((32,), "float16"), D: T.Buffer((32,), "float64"),
+      N: T.Buffer((32,), "int32"), U: T.Buffer((32,), "uint32"), O: T.Buffer((4, 32), "float32"),
+      OH: T.Buffer((32,), "float16"), OD: T.Buffer((32,), "float64"), ON: T.Buffer((2, 32), "int32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    O[0, tx] = T.call_pure_extern("float32", "expf", A[tx])
+    O[1, tx] = T.call_pure_extern("float32", "__expf", A[tx])
+    O[2, tx] = T.call_pure_extern("float32", "rsqrtf", A[tx])
+    O[3, tx] = T.call_pure_extern("float32", "powf", A[tx], T.float32(2.5))
+    OH[tx] = T.call_pure_extern("float16", "hexp", H[tx])
+    OD[tx] = T.call_pure_extern("float64", "exp", D[tx])
+    ON[0, tx] = T.call_pure_extern("int32", "__clz", N[tx])
+    ON[1, tx] = T.Cast("int32", T.call_pure_extern("uint32", "__popc", U[tx]))
+""")
+    a = RNG.uniform(0.5, 2, 32).astype("float32")
+    n = RNG.integers(1, 1 << 30, 32).astype("int32")
+    u = RNG.integers(0, 1 << 32, 32, dtype=np.uint64).astype("uint32")
+    o, oh, od, on = np.zeros((4, 32), "float32"), np.zeros(32, "float16"), np.zeros(32), np.zeros((2, 32), "int32")
+    run_prim_func(func, a, a.astype("float16"), a.astype("float64"), n, u, o, oh, od, on)
+    np.testing.assert_allclose(o[0], np.exp(a), rtol=1e-6)
+    np.testing.assert_allclose(o[1], np.exp(a), rtol=1e-6)
+    np.testing.assert_allclose(o[2], 1 / np.sqrt(a), rtol=1e-6)
+    np.testing.assert_allclose(o[3], a ** 2.5, rtol=1e-6)
+    np.testing.assert_allclose(oh, np.exp(a.astype("float16")), rtol=1e-3)
+    np.testing.assert_allclose(od, np.exp(a.astype("float64")), rtol=1e-12)
+    np.testing.assert_array_equal(on[0], [32 - int(x).bit_length() for x in n])
+    np.testing.assert_array_equal(on[1], [bin(int(x)).count("1") for x in u])
+    unknown = load("""
+@T.prim_func
+def f(A: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    A[tx] = T.call_pure_extern("float32", "my_expf", A[tx])
+""")
+    with pytest.raises(TVMSError, match="does not implement the extern function 'my_expf'"):
+        run_prim_func(unknown, a.copy())
+
+
 def test_vthreads_and_thread_extents() -> None:
     """A virtual thread is a loop in its thread (InjectVirtualThread interleaves them): local
     memory is the thread's, written by its virtual threads, read after them; shared memory

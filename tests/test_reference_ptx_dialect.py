@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from tvms.ir.errors import TVMSError
+from tvms.ir.expr import Call
+from tvms.ir.visitor import walk
 from tvms.runtime.reference import run_prim_func
 from tvms.script import from_source
 
@@ -522,13 +524,61 @@ def test_warp_golden_runs_as_computed_by_hand() -> None:
      "T.ptx.fence (fence.proxy.tensormap::generic.release.cta)"),
     ('T.ptx.bar(T.uint32(0), T.uint32(64), "", "arrive", "")',
      "T.ptx.bar (bar.arrive): its barriers take every thread"),
+    ('T.ptx.mbarrier(p, T.cuda.cvta_generic_to_shared(S.data), T.uint32(0), "test_wait", "parity", "", "", "", "shared", '
+     '"b64", "")', "T.ptx.mbarrier (mbarrier.test_wait.parity.shared.b64): a non-blocking test that a thread spins on"),
 ])
 def test_what_it_cannot_run_is_refused_by_name(call: str, text: str) -> None:
-    body = f'S = T.alloc_shared((2,), "uint64")\nd: T.uint32\n{call}\nA[0] = d\n'
+    body = f'S = T.alloc_shared((2,), "uint64")\nd: T.uint32\np: T.bool\n{call}\nA[0] = d\n'
     func = from_source(kernel('A: T.Buffer((4,), "uint32")', body))
     refused = f"the reference executor does not run TVM 0.27's PTX instruction {text}"
     with pytest.raises(TVMSError, match=re.escape(refused)):
         run_prim_func(func, np.zeros(4, "uint32"))
+
+
+MBARRIER = "T.cuda.cvta_generic_to_shared(T.address_of(bar[0]))"
+
+
+def test_mbarrier_arrive_returns_its_phase_and_try_wait_waits_for_it() -> None:
+    """``mbarrier.arrive.shared.b64 state, [bar]{, count}`` (and ``.expect_tx``) return the state
+    token of the phase they arrived in, its parity; ``mbarrier.try_wait.shared.b64 done, [bar],
+    state`` (and ``.parity``) wait until that phase has completed, then answer true. Thread 31
+    writes before it arrives, last: every thread reads what it wrote after its wait."""
+    func = from_source(f"""
+@T.prim_func
+def f(G: T.Buffer((2,), "int32"), P: T.Buffer((3, 32), "int32"), R: T.Buffer((2, 32), "int32")):
+    bar = T.alloc_buffer((1,), "uint64", scope="shared")
+    state = T.alloc_buffer((1,), "uint64", scope="local")
+    done = T.alloc_buffer((1,), "bool", scope="local")
+    tx = T.launch_thread("threadIdx.x", 32)
+    if tx == 0:
+        T.ptx.mbarrier({MBARRIER}, T.uint32(32), "init", "", "shared", "b64", "")
+    T.tvm_storage_sync("shared")
+    if tx == 31:
+        G[0] = 1
+    T.ptx.mbarrier(state[0], {MBARRIER}, "arrive", "", "", "shared", "b64", "")
+    P[0, tx] = T.Cast("int32", state[0])
+    T.ptx.mbarrier(done[0], {MBARRIER}, state[0], "try_wait", "", "", "", "shared", "b64", "")
+    R[0, tx] = G[0]
+    if tx == 31:
+        G[1] = 2
+        T.ptx.mbarrier(state[0], {MBARRIER}, T.uint32(31), "arrive", "", "", "shared", "b64", "")
+        P[1, tx] = T.Cast("int32", state[0])
+        T.ptx.mbarrier(state[0], {MBARRIER}, T.uint32(0), "arrive", "expect_tx", "", "", "shared", "b64", "")
+        P[2, tx] = T.Cast("int32", state[0])
+    T.ptx.mbarrier(done[0], {MBARRIER}, T.uint32(1), "try_wait", "parity", "", "", "", "shared", "b64", "")
+    R[1, tx] = G[1] * T.Cast("int32", done[0])
+""")
+    names = [c.op.name for c in walk(func.body) if isinstance(c, Call) and c.op.name.startswith("tirx.ptx.mb")]
+    assert names == ["tirx.ptx.mbarrier_init", "tirx.ptx.mbarrier_arrive_state", "tirx.ptx.mbarrier_try_wait",
+                     "tirx.ptx.mbarrier_arrive_count_state", "tirx.ptx.mbarrier_arrive_expect_tx_state",
+                     "tirx.ptx.mbarrier_try_wait_parity_no_hint"]
+    g, p, r = np.zeros(2, "int32"), np.full((3, 32), -1, "int32"), np.zeros((2, 32), "int32")
+    run_prim_func(func, g, p, r)
+    assert (p[0] == 0).all() and p[1:, 31].tolist() == [1, 1]  # (phase 0, then phase 1)
+    assert (r[0] == 1).all() and (r[1] == 2).all()
+    stuck = func.script().replace('T.uint32(31), "arrive"', 'T.uint32(30), "arrive"')  # (one arrival short)
+    with pytest.raises(TVMSError, match=r"waits at .* for an mbarrier phase that never completes"):
+        run_prim_func(from_source(stuck), g, p, r)
 
 
 def test_division_by_zero_is_refused() -> None:

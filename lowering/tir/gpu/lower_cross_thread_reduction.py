@@ -10,8 +10,9 @@ reduction loop bound to a thread index, the outermost reduction loop is replaced
 * ``<block>_write_back``: one thread (``T.where(tx == 0)``) stores the result;
 
 all under the thread-bound reduction loops. The reducer (sum, product, min, max) is read from
-the block's update, or, for several buffers reduced together (argmax, argmin), from the
-selections that update them. Not done: TVM's broadcast of the result to later blocks outside the
+the block's update, or, for several buffers reduced together, from the selections that update
+them (argmax, argmin) or from two sums (a layer norm's mean and mean of squares, through ``T.let``
+bindings: the in-thread block keeps them). Not done: TVM's broadcast of the result to later blocks outside the
 thread loops.
 """
 from __future__ import annotations
@@ -53,11 +54,16 @@ def _reducer(block: Block) -> tuple[CommReducer, list, list]:
     own = [BufferLoad(u.buffer, u.indices) for u in updates]
     identity = tuple(i.value for i in inits)
     if len(updates) == 1 and isinstance(values[0], COMBINERS):
-        value = values[0]
-        for mine, other in ((value.a, value.b), (value.b, value.a)):
-            if structural_equal(mine, own[0]):
-                x, y = Var("x0", value.dtype), Var("y0", value.dtype)
-                return CommReducer((x,), (y,), (type(value)(x, y),), identity), [other], updates
+        other = _combined_with(values[0], own[0])
+        if other is not None:
+            x, y = Var("x0", values[0].dtype), Var("y0", values[0].dtype)
+            return CommReducer((x,), (y,), (type(values[0])(x, y),), identity), [other], updates
+    # two buffers summed together (a layer norm's sum and sum of squares): TVM's tuple-sum reducer
+    others = [_combined_with(v, o) if isinstance(v, Add) else None for v, o in zip(values, own)]
+    if len(updates) == 2 and all(o is not None for o in others):
+        xs = tuple(Var(f"x{i}", v.dtype) for i, v in enumerate(values))
+        ys = tuple(Var(f"y{i}", v.dtype) for i, v in enumerate(values))
+        return CommReducer(xs, ys, tuple(Add(x, y) for x, y in zip(xs, ys)), identity), others, updates
     # several buffers (argmax, argmin): each new value selects the buffer's own or another value
     if all(isinstance(v, Select) and structural_equal(v.true_value, o) for v, o in zip(values, own)):
         others = [v.false_value for v in values]
@@ -67,7 +73,16 @@ def _reducer(block: Block) -> tuple[CommReducer, list, list]:
         result = tuple(Select(rename.visit(v.condition), x, y) for v, x, y in zip(values, xs, ys))
         return CommReducer(xs, ys, result, identity), others, updates
     raise TVMSError(f"LowerCrossThreadReduction: the update of block {block.name_hint!r} is not a sum, "
-                    f"product, min, max or a selection (argmax) of the buffers and the values")
+                    f"product, min, max, a selection (argmax) or two sums of the buffers and the values")
+
+
+def _combined_with(value: PrimExpr, own: BufferLoad) -> PrimExpr | None:
+    """The operand that a combination (``own + x`` or ``x + own``) combines with the buffer's own
+    value, or None when neither operand is it."""
+    for mine, other in ((value.a, value.b), (value.b, value.a)):
+        if structural_equal(mine, own):
+            return other
+    return None
 
 
 class _Rename(Mutator):

@@ -19,6 +19,7 @@ generator refuses them).
 """
 from __future__ import annotations
 
+from ....ir.cuda_math import CUDA_MATH, math_name as cuda_math_name, popcount_name
 from ....ir.dtype import DataType
 from ....ir.expr import (EQ, NE, Add, Broadcast, Call, Cast, Ramp, Div, FloorDiv, FloorMod, IntImm, Let, Max, Mod, Mul,
                          PrimExpr, Select, SizeVar, StringImm, Var, const)
@@ -27,28 +28,9 @@ from ....ir.op import get_op
 from ....ir.operators import BY_SYMBOL
 from ..loop_ranges import LoopRangeMutator
 
-CUDA_MATH = {"floor", "ceil", "trunc", "fabs", "round", "nearbyint", "exp", "exp2", "exp10", "erf", "log",
-             "log2", "log10", "tan", "cos", "cosh", "sin", "sinh", "atan", "tanh", "sqrt", "rsqrt", "pow",
-             "fmod"}
 WARP_OPS = {"tir.tvm_warp_shuffle": "tir.cuda.__shfl_sync", "tir.tvm_warp_shuffle_up": "tir.cuda.__shfl_up_sync",
             "tir.tvm_warp_shuffle_down": "tir.cuda.__shfl_down_sync",
             "tir.tvm_warp_shuffle_xor": "tir.cuda.__shfl_xor_sync"}
-
-
-def cuda_math_name(dtype: DataType, name: str) -> str | None:
-    """CUDA's function for math intrinsic ``name`` on ``dtype`` (TVM's CUDAMath), or None."""
-    if dtype.is_float and dtype.bits in (32, 64):
-        base = "nearbyint" if name == "round" else name
-        return base + "f" if dtype.bits == 32 else base
-    if dtype.is_float and dtype.bits == 16:  # (float16 and bfloat16)
-        return {"fabs": "__habs", "round": "hrint"}.get(name, "h" + name)
-    if (dtype.is_int or dtype.is_uint) and dtype.bits in (32, 64) and name == "clz":  # (no integer fabs...)
-        return f"__{name}" + ("ll" if dtype.bits == 64 else "")
-    return None
-
-
-def _popcount_name(dtype: DataType) -> str | None:
-    return {32: "__popc", 64: "__popcll"}.get(dtype.bits) if dtype.is_uint else None
 
 
 def _constant(e: PrimExpr) -> int | None:
@@ -134,7 +116,7 @@ class _CudaIntrinLowerer(LoopRangeMutator):
         elif short == "clz":
             extern = cuda_math_name(call.args[0].dtype, short)
         elif short == "popcount":
-            extern = _popcount_name(call.dtype)
+            extern = popcount_name(call.dtype)
         else:
             return call
         if extern is None:
