@@ -19,7 +19,7 @@ scheduler, ``(kind, site, *payload)``:
   intrinsics (TVM's ``T.tvm_warp_*`` and CUDA's ``T.cuda.__shfl*_sync`` / ``__activemask`` that
   LowerIntrin makes of them), answered once every lane the mask names has reached the same one
   (lock-step); a lane outside its own mask is an error, and a lane reading one outside the mask
-  or not there reads an undefined value (NaN; refused for a type without one);
+  or not there reads an undefined value (NaN; its own value for a type without one);
 * ``ALLREDUCE``: ``T.tvm_thread_allreduce``, a block-wide collective that reduces over the
   threads of each reduction group and answers every thread with its group's value;
 * ``WMMA``: a tensor-core call, run once when every running lane of the warp has reached it
@@ -511,9 +511,9 @@ def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list, s
     """Answer the lanes of one warp at one shuffle (``lanes``: lane -> thread) whose mask's
     running lanes are all there; the threads answered. CUDA leaves undefined a shuffle whose
     mask leaves out the calling lane (refused), and the value read from a lane that is not in
-    the mask or not there (exited, or elsewhere): a float is NaN, so that a use shows (TVM's
-    own reductions over fewer lanes than the warp read such lanes and drop what they read); a
-    value of another type cannot be marked undefined, and is refused rather than made up."""
+    the mask or not there (exited, or elsewhere): TVM's own reductions over fewer lanes than the
+    warp read such lanes and drop what they read, so it is not refused; a float reads NaN, so
+    that a use shows, and a value of another type, which has no such mark, its own value."""
     done = []
     for lane, t in lanes.items():
         _, _, mask, value, arg, width = waits[t]
@@ -528,10 +528,8 @@ def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list, s
             replies[t] = waits[lanes[src]][3]
         elif np.asarray(value).dtype.kind == "f":
             replies[t] = value * np.nan
-        else:
-            why = "is not in the mask" if not mask >> src & 1 else "does not reach it (exited or elsewhere)"
-            raise TVMSError(f"{what} reads lane {src}, which {why}: CUDA leaves the value undefined, and the "
-                            f"executor has no undefined {type(value).__name__} to give")
+        else:  # (no undefined integer: its own value, as a sub-warp argmax of TVM's reads and drops)
+            replies[t] = value
         done.append(t)
     return done
 

@@ -249,6 +249,21 @@ def test_tvms_kernels_after_lower_intrin_compute_what_the_schedule_computes(case
     check_kernels(case, lowered)
 
 
+def test_an_argmax_over_fewer_threads_than_a_warp_computes_its_index() -> None:
+    """DLight's argmax on 16 threads: the reduction's shuffles read lanes 16 to 23, outside the
+    mask, whose values CUDA leaves undefined and the reduction drops; an index (an integer) has
+    no undefined mark, and the executor computes the argmax all the same."""
+    text = (GOLDEN / "dlight_argmax_nocse_00_input.tvms").read_text().replace("T.int64(256)", "T.int64(16)")
+    func = from_source(text)["main"]
+    with PassContext(config={"tirx.disable_cse_tir": True}):
+        lowered = gpu.lower_for_cuda(func, Target("cuda"))
+    assert "__shfl_down_sync" in lowered.script()
+    x = np.random.default_rng(5).permutation(64).reshape(4, 16).astype("float32")
+    got = {"x": x, "x_red": np.full(4, -7, "int64")}
+    run_kernels(lowered, got, {})
+    np.testing.assert_array_equal(got["x_red"], x.argmax(axis=1))
+
+
 @pytest.mark.parametrize("case", LOWERED)
 def test_tvm_kernels_after_lower_intrin_compute_what_the_schedule_computes(case: str) -> None:
     """TVM 0.27's own lowered kernels (the goldens), run by the executor."""

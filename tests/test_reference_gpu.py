@@ -322,10 +322,11 @@ def f(A: T.Buffer((64,), "float32"), O: T.Buffer((5, 64), "float32"), M: T.Buffe
     np.testing.assert_array_equal(masks, np.where(me < 32, 0xFFFFFFFF, np.where(me < 40, 0xFF, 0)))
 
 
-def test_undefined_shuffles_are_refused() -> None:
-    """A lane that shuffles with a mask that leaves it out is refused (CUDA: undefined); so is an
-    integer read from a lane that is not there (a float reads NaN, a value the executor can mark
-    undefined)."""
+def test_undefined_shuffles_are_refused_or_marked() -> None:
+    """A lane that shuffles with a mask that leaves it out is refused (CUDA: undefined). A read
+    from a lane that is not in the mask is undefined too, but TVM's reductions over fewer lanes
+    than a warp make it (an argmax's index over 16 threads) and drop the value: a float reads
+    NaN, so that a use shows, and an integer its own value."""
     outside = load("""
 @T.prim_func
 def f(A: T.Buffer((32,), "float32"), O: T.Buffer((32,), "float32")):
@@ -341,9 +342,9 @@ def f(A: T.Buffer((16,), "int32"), O: T.Buffer((16,), "int32")):
     tx = T.launch_thread("threadIdx.x", 16)
     O[tx] = T.cuda.__shfl_down_sync(T.cuda.__activemask(), A[tx], 8, 32)
 """)
-    with pytest.raises(TVMSError, match=r"lane 8 at the warp shuffle down .* \(mask 0xffff\) reads lane 16, which is "
-                                        r"not in the mask: CUDA leaves the value undefined"):
-        run_prim_func(missing, np.zeros(16, "int32"), np.zeros(16, "int32"))
+    index, out = np.arange(16, dtype="int32"), np.zeros(16, "int32")
+    run_prim_func(missing, index, out)
+    np.testing.assert_array_equal(out, np.concatenate([index[8:], index[8:]]))
     floats = load(missing.script().replace('"int32"', '"float32"'))
     a, out = np.arange(16, dtype="float32"), np.zeros(16, "float32")
     run_prim_func(floats, a, out)
