@@ -391,32 +391,45 @@ def test_thread_pool_settings_are_checked(monkeypatch):
 
 def test_idle_pool_threads_sleep_after_a_short_wait():
     """After a call, tvms's pool's threads wait for more work by yielding for a bounded time,
-    then sleep: a process idle for 0.3 s after its calls takes (nearly) no CPU time in the next
-    0.5 s; the same process with the wait made practically endless does take it (so the
-    measure sees a spinning thread)."""
+    then sleep: idle for 0.3 s after their calls, they take (nearly) no CPU time in the next
+    0.5 s; with the wait made practically endless they do take it (so the measure sees a
+    spinning thread: within 5 s, since a yielding thread of a loaded machine runs seldom). The
+    pool's own threads are measured (their CPU clocks; they are the threads the kernel records
+    other than the caller)."""
     done = run_python(f"""
-        import resource, sys, time
+        import sys, threading, time
         import numpy as np
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_parallel_runtime import THREAD_SELF, WORK, build
         from tvms.runtime.thread_pool import set_pool_spin
         lib = build(THREAD_SELF, work=WORK)
 
-        def cpu_while_idle():
-            for _ in range(20):
-                lib(np.ones(8, np.float32), np.zeros(8, np.float32), np.zeros(8, np.uint64))
-            time.sleep(0.3)
-            used = resource.getrusage(resource.RUSAGE_SELF)
-            time.sleep(0.5)
-            now = resource.getrusage(resource.RUSAGE_SELF)
-            return now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
+        def run_calls():
+            workers = set()  # (the caller may run every task of a call: called until a worker shows)
+            for calls in range(2000):
+                who = np.zeros(8, np.uint64)
+                lib(np.ones(8, np.float32), np.zeros(8, np.float32), who)
+                workers |= {{int(t) for t in who}} - {{threading.get_ident()}}
+                if workers and calls >= 20:
+                    return workers
 
-        print(cpu_while_idle())
+        def cpu_while_idle(seconds, enough=None):
+            clocks = [time.pthread_getcpuclockid(t) for t in run_calls()]
+            assert clocks
+            def cpu_time():
+                return sum(time.clock_gettime(c) for c in clocks)
+            time.sleep(0.3)
+            used, start = cpu_time(), time.monotonic()
+            while time.monotonic() - start < seconds and (enough is None or cpu_time() - used < enough):
+                time.sleep(0.05)
+            return cpu_time() - used
+
+        print(cpu_while_idle(0.5))
         set_pool_spin(1 << 30)
-        print(cpu_while_idle())
+        print(cpu_while_idle(5, enough=0.1))
     """, TVM_NUM_THREADS="2", TVMS_THREAD_POOL="tvms")
     idle, spinning = map(float, done.stdout.split())
-    assert idle < 0.03 < spinning, (idle, spinning)
+    assert idle < 0.03 and spinning > max(0.002, 10 * idle), (idle, spinning)
 
 
 def test_a_forked_child_gets_a_working_pool():
