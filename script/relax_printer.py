@@ -411,10 +411,15 @@ class RelaxPrinter(TIRPrinter):
             return
         if isinstance(value, rx.If):
             return self.if_binding(b)
-        if isinstance(b, rx.MatchCast) and self.reads_a_size(b):  # (n: T.int64 = params[0])
+        if isinstance(b, rx.MatchCast) and self.reads_a_size(b):
             rhs = self.rexpr(value, top=True)
-            self.emit(f"{self.namer.define(b.var, b.var.name)}: {self.sinfo(b.var.struct_info)} = {rhs}")
-            self.namer.alias(b.struct_info.value, b.var)
+            name = self.namer.define(b.var, b.var.name)
+            self.namer.alias(b.struct_info.value, b.var)  # (the size takes the variable's name)
+            if self.d.name == "classic":  # (the quoted size is defined where it is read)
+                sinfo = f'R.Prim(value="{name}")'
+                self.emit(f"{name}: {sinfo} = R.match_cast({rhs}, {sinfo})")
+            else:  # n: T.int64 = params[0]
+                self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
         if isinstance(b, rx.MatchCast):
             rhs = f"R.match_cast({self.rexpr(value)}, {self.sinfo(b.struct_info)})"
@@ -436,10 +441,11 @@ class RelaxPrinter(TIRPrinter):
 
     def reads_a_size(self, b: rx.MatchCast) -> bool:
         """A match_cast that TVM 0.27 writes as a scalar binding: a scalar int64 of unknown value
-        matched to a new size variable of the binding's name (the parser's ``reads_a_size``)."""
+        matched to a new size variable of the binding's name (the parser's ``reads_a_size``); the
+        classic text names the size once, quoted, as a parameter's (``n: R.Prim(value="n")``)."""
         size = b.struct_info.value if isinstance(b.struct_info, PrimStructInfo) else None
         inferred = getattr(b.value, "struct_info", None)
-        return (self.d.name != "classic" and isinstance(size, TirVar) and size.name == b.var.name
+        return (isinstance(size, TirVar) and size.name == b.var.name
                 and size.dtype == DataType("int64") and self.namer.get(size) is None
                 and isinstance(inferred, PrimStructInfo) and inferred.value is None)
 
