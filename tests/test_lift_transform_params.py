@@ -88,6 +88,9 @@ def test_a_scalar_weight_that_sizes_another_computes_the_same_on_the_reference_a
     after = relax.transform.LiftTransformParams()(before)
     expected = (GOLDEN / f"{name}.expected.tvms").read_text()  # (TVM's text reads back and prints as it is)
     assert from_source(expected).script(dialect="tvm-0.27") + "\n" == expected
+    classic = after.script(dialect="classic")  # (the size read back: extent: R.Prim(value="extent") = R.match_cast)
+    assert 'extent: R.Prim(value="extent") = R.match_cast(model_params[0], R.Prim(value="extent"))' in classic
+    assert from_source(classic).script(dialect="tvm-0.27") + "\n" == expected
     x, w = np.arange(5, dtype="float32"), np.linspace(1, 2, 5).astype("float32")
     want = x + w * w
     np.testing.assert_allclose(run_relax(before, "main", x, 5, w), want)
