@@ -117,7 +117,7 @@ class _Plan:
                 self._visit(b, isinstance(blk, rx.DataflowBlock))
         self.needed.update(free_vars(self.func.body.body))
         # (TVM 0.27: a scalar weight is its size variable, needed wherever the size is)
-        self.needed.update(w for w in self.weights if _size_of_scalar(w) is not None and _size_of_scalar(w) in self.needed)
+        self.needed.update(w for w in self.weights if (size := _size_of_scalar(w)) is not None and size in self.needed)
 
     def _visit(self, binding: Any, in_dataflow: bool) -> None:
         value = binding.value
@@ -354,6 +354,7 @@ def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Fun
         def __init__(self) -> None:
             self.emitted: list = []
             self.dataflow = False
+            self.prologue = prologue  # (taken by the function's body, the first sequence visited)
 
         def visit_Var(self, var: rx.Var) -> Any:
             i = index.get(var)
@@ -371,7 +372,8 @@ def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Fun
             return f  # (a nested function does not see the weights as its own)
 
         def visit_SeqExpr(self, seq: rx.SeqExpr) -> Any:
-            blocks = []
+            first, self.prologue = self.prologue, []  # (the scalar weights, read before anything)
+            blocks = [rx.BindingBlock(tuple(first))] if first else []
             for blk in seq.blocks:
                 self.dataflow = isinstance(blk, rx.DataflowBlock)
                 out = []
@@ -386,8 +388,7 @@ def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Fun
             if self.emitted:
                 blocks.append(rx.BindingBlock(tuple(self.emitted)))
                 self.emitted = []
-            return seq.with_changes(blocks=tuple(blocks if not prologue else [rx.BindingBlock(tuple(prologue)), *blocks]),
-                                    body=body)
+            return seq.with_changes(blocks=tuple(blocks), body=body)
 
     params = (*func.params[:num_input], bundle)
     ret = erase_undefined(func.ret_struct_info, defined)
