@@ -77,9 +77,21 @@ def detect_dialect(text: str) -> Dialect:
     return TVM_027 if tvm027_marker(text) is not None else CLASSIC
 
 
-def canonical_attr_key(key: str) -> str:
-    """Attribute keys are stored as the classic dialect spells them (``tir.noalias``)."""
-    return "tir." + key[5:] if key.startswith("tirx.") else key
+# TVM 0.27 reads a "tir." key as it is written: a key from before the renaming that none of its
+# passes knows ("tir.noalias" in a text written for an older TVM), not its "tirx." namesake. The IR
+# keeps such a key under this prefix, so that it neither means the classic key (no pass takes it
+# for noalias, as none of TVM 0.27's does) nor collides with it; classic text shows it prefixed.
+UNRENAMED_KEY_PREFIX = "tvm-0.27:"
+
+
+def canonical_attr_key(key: str, dialect: "Dialect | None" = None) -> str:
+    """Attribute keys are stored as the classic dialect spells them (``tir.noalias``); a ``tir.``
+    key read from TVM 0.27's text keeps its own spelling (``UNRENAMED_KEY_PREFIX``)."""
+    if key.startswith("tirx."):
+        return "tir." + key[5:]
+    if dialect is not None and dialect.tir_module == "tirx" and key.startswith("tir."):
+        return UNRENAMED_KEY_PREFIX + key
+    return key
 
 
 def dialect_attr_key(key: str, dialect: Dialect) -> str:
@@ -90,4 +102,6 @@ def dialect_attr_key(key: str, dialect: Dialect) -> str:
     key = canonical_attr_key(key)
     if dialect.tir_module == "tirx" and key.startswith("tir."):
         return "tirx." + key[4:]
+    if dialect.tir_module == "tirx" and key.startswith(UNRENAMED_KEY_PREFIX):
+        return key[len(UNRENAMED_KEY_PREFIX):]
     return key

@@ -11,7 +11,7 @@ from ..ir.errors import TVMSError
 from ..ir.expr import Op, Var as TirVar
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
-from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo,
+from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               StructInfo, TensorStructInfo, TupleStructInfo)
 from ..ir.struct_info import join_struct_info, own_sizes
 from ..ir.structural import structural_equal
@@ -142,7 +142,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
                 args = [self.ev(a) for a in stmt.value.args]
                 if len(args) != 1 or not isinstance(args[0], dict):
                     raise self.error(stmt, "R.func_attr takes one dict")
-                self.attrs.update(_norm_attrs(args[0]))
+                self.attrs.update(_norm_attrs(args[0], self.dialect))
                 return
             if isinstance(func, RBuiltin) and func.path == "output":
                 raise self.error(stmt, "R.output(...) is only allowed at the end of a dataflow block")
@@ -210,9 +210,23 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if annotation is not None:
             declared = self.as_struct_info(self.ev(annotation), annotation)
             self.check_compatible(declared, sinfo, annotation, name)
+            if self.reads_a_size(declared, sinfo):
+                sinfo = PrimStructInfo(declared.dtype, TirVar(name, declared.dtype))
+                var = self.new_var(name, sinfo, targets[0])
+                out.append(rx.MatchCast(value, sinfo, var, span=self.span(stmt)))
+                return
             sinfo = declared
         var = self.new_var(name, sinfo, targets[0])
         out.append(rx.VarBinding(value, var, span=self.span(stmt)))
+
+    def reads_a_size(self, declared: StructInfo, inferred: StructInfo) -> bool:
+        """In TVM 0.27 a scalar int64 variable is a size variable too, as a parameter is
+        (``param_var``): one bound to a scalar of unknown value (``n: T.int64 = params[0]``, as
+        LiftTransformParams writes a scalar weight) defines the size ``n``, which the shapes after
+        it use: it is a match_cast to a scalar of value ``n``."""
+        return (self.dialect.name != "classic" and isinstance(declared, PrimStructInfo) and declared.value is None
+                and declared.dtype == DataType("int64") and isinstance(inferred, PrimStructInfo)
+                and inferred.value is None)
 
     # ---------------------------------------------------------------- normal form
     def take_slot(self) -> str:

@@ -411,6 +411,16 @@ class RelaxPrinter(TIRPrinter):
             return
         if isinstance(value, rx.If):
             return self.if_binding(b)
+        if isinstance(b, rx.MatchCast) and self.reads_a_size(b):
+            rhs = self.rexpr(value, top=True)
+            name = self.namer.define(b.var, b.var.name)
+            self.namer.alias(b.struct_info.value, b.var)  # (the size takes the variable's name)
+            if self.d.name == "classic":  # (the quoted size is defined where it is read)
+                sinfo = f'R.Prim(value="{name}")'
+                self.emit(f"{name}: {sinfo} = R.match_cast({rhs}, {sinfo})")
+            else:  # n: T.int64 = params[0]
+                self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
+            return
         if isinstance(b, rx.MatchCast):
             rhs = f"R.match_cast({self.rexpr(value)}, {self.sinfo(b.struct_info)})"
             name = self.namer.define(b.var, b.var.name)
@@ -428,6 +438,16 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name} = {rhs}")  # the call states its own struct info (and the variable's)
         else:
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
+
+    def reads_a_size(self, b: rx.MatchCast) -> bool:
+        """A match_cast that TVM 0.27 writes as a scalar binding: a scalar int64 of unknown value
+        matched to a new size variable of the binding's name (the parser's ``reads_a_size``); the
+        classic text names the size once, quoted, as a parameter's (``n: R.Prim(value="n")``)."""
+        size = b.struct_info.value if isinstance(b.struct_info, PrimStructInfo) else None
+        inferred = getattr(b.value, "struct_info", None)
+        return (isinstance(size, TirVar) and size.name == b.var.name
+                and size.dtype == DataType("int64") and self.namer.get(size) is None
+                and isinstance(inferred, PrimStructInfo) and inferred.value is None)
 
     def if_binding(self, b: rx.VarBinding) -> None:
         value = b.value

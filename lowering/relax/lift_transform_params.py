@@ -34,7 +34,7 @@ from ...ir.op import get_op
 from ...ir.relax import merge_blocks
 from ...ir.relax_vars import bound_vars, free_vars
 from ...ir.struct_info import (FuncStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
-                               TupleStructInfo)
+                               TupleStructInfo, erase_undefined)
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from ..pass_registry import register_pass
@@ -116,6 +116,8 @@ class _Plan:
             for b in blk.bindings:
                 self._visit(b, isinstance(blk, rx.DataflowBlock))
         self.needed.update(free_vars(self.func.body.body))
+        # (TVM 0.27: a scalar weight is its size variable, needed wherever the size is)
+        self.needed.update(w for w in self.weights if (size := _size_of_scalar(w)) is not None and size in self.needed)
 
     def _visit(self, binding: Any, in_dataflow: bool) -> None:
         value = binding.value
@@ -324,31 +326,54 @@ def copy_with_new_vars(func: rx.Function) -> rx.Function:
 def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Function:
     """The weights of ``func`` (parameters after ``num_input``) taken as one tuple ``name``; each
     use of a weight reads its field into a variable of the weight's name just before it, as
-    TVM's ``BundleModelParams`` does (its builder makes the names unique: ``w``, ``w1``, ...)."""
+    TVM's ``BundleModelParams`` does (its builder makes the names unique: ``w``, ``w1``, ...).
+
+    A scalar weight that is a size variable (TVM 0.27's ``n: T.int64``) is read once, at the top
+    of the function, where reading it defines the size again (``n: T.int64 = model_params[0]``);
+    the tuple does not know the sizes such weights define (unless the inputs do), so a weight
+    shaped by one is read back with a match_cast to its shape."""
     num_input = _num_input(func)
     weights = func.params[num_input:]
-    bundle = rx.Var(name, TupleStructInfo(tuple(p.struct_info for p in weights)))
+    signature = {id(v) for v in definable_sizes([p.struct_info for p in func.params[:num_input]])}
+    scalar_sizes = [w for w in weights if _size_of_scalar(w) is not None]
+    defined = {id(v) for v in collect([w.struct_info for w in weights] + [func.ret_struct_info], TirVar)}
+    defined -= {id(_size_of_scalar(w)) for w in scalar_sizes} - signature
+    fields = tuple(erase_undefined(w.struct_info, defined) for w in weights)
+    bundle = rx.Var(name, TupleStructInfo(fields))
     index = {w: i for i, w in enumerate(weights)}
     names = NameSupply()
+    prologue, scalar_reads = [], {}
+    for w in scalar_sizes:
+        read = rx.Var(names.fresh(w.name), w.struct_info)
+        field = rx.TupleGetItem(bundle, index[w], fields[index[w]])
+        cast = not structural_equal(fields[index[w]], w.struct_info)
+        prologue.append(rx.MatchCast(field, w.struct_info, read) if cast else rx.VarBinding(field, read))
+        scalar_reads[w] = read
 
     class _Reads(Mutator):
         def __init__(self) -> None:
             self.emitted: list = []
             self.dataflow = False
+            self.prologue = prologue  # (taken by the function's body, the first sequence visited)
 
         def visit_Var(self, var: rx.Var) -> Any:
             i = index.get(var)
             if i is None:
                 return var
+            if var in scalar_reads:
+                return scalar_reads[var]
             read = (rx.DataflowVar if self.dataflow else rx.Var)(names.fresh(var.name), var.struct_info)
-            self.emitted.append(rx.VarBinding(rx.TupleGetItem(bundle, i, var.struct_info), read))
+            field = rx.TupleGetItem(bundle, i, fields[i])
+            cast = not structural_equal(fields[i], var.struct_info)
+            self.emitted.append(rx.MatchCast(field, var.struct_info, read) if cast else rx.VarBinding(field, read))
             return read
 
         def visit_Function(self, f: rx.Function) -> Any:
             return f  # (a nested function does not see the weights as its own)
 
         def visit_SeqExpr(self, seq: rx.SeqExpr) -> Any:
-            blocks = []
+            first, self.prologue = self.prologue, []  # (the scalar weights, read before anything)
+            blocks = [rx.BindingBlock(tuple(first))] if first else []
             for blk in seq.blocks:
                 self.dataflow = isinstance(blk, rx.DataflowBlock)
                 out = []
@@ -363,11 +388,20 @@ def bundle_model_params(func: rx.Function, name: str = "model_params") -> rx.Fun
             if self.emitted:
                 blocks.append(rx.BindingBlock(tuple(self.emitted)))
                 self.emitted = []
-            return seq.with_changes(blocks=tuple(merge_blocks(blocks)), body=body)
+            return seq.with_changes(blocks=tuple(blocks), body=body)
 
     params = (*func.params[:num_input], bundle)
-    return func.with_changes(params=params, body=_Reads().visit(func.body), struct_info=FuncStructInfo(
-        tuple(p.struct_info for p in params), func.ret_struct_info, func.is_pure))
+    ret = erase_undefined(func.ret_struct_info, defined)
+    body = _Reads().visit(func.body)
+    body = body.with_changes(blocks=tuple(merge_blocks(list(body.blocks))))
+    return func.with_changes(params=params, body=body, ret_struct_info=ret, struct_info=FuncStructInfo(
+        tuple(p.struct_info for p in params), ret, func.is_pure))
+
+
+def _size_of_scalar(param: rx.Var) -> Any:
+    """The size variable a scalar parameter is (TVM 0.27: ``n: T.int64``), or None."""
+    sinfo = param.struct_info
+    return sinfo.value if isinstance(sinfo, PrimStructInfo) and isinstance(sinfo.value, TirVar) else None
 
 
 def consume_bundled_params(func: rx.Function) -> rx.Function:

@@ -180,6 +180,7 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                 for b in blk.bindings:
                     value = b.value
                     if isinstance(b, rx.MatchCast):
+                        known[b.var] = _known_value(value, known)  # (as TVM, what a match_cast reads is known)
                         if not (isinstance(value, rx.Var) and structural_equal(
                                 b.struct_info, value.struct_info, map_free_vars=False)):
                             continue
@@ -191,7 +192,10 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                     src = resolve(value)
                     if not isinstance(src, rx.Var):
                         continue
-                    if not structural_equal(b.var.struct_info, src.struct_info, map_free_vars=False):
+                    # (a value known through earlier bindings, a tuple rebuilt from its own items, is
+                    # the earlier one whatever its struct info, as in TVM)
+                    if value is b.value and not structural_equal(b.var.struct_info, src.struct_info,
+                                                                 map_free_vars=False):
                         continue
                     needed_outside = outside is not None and not isinstance(b.var, rx.DataflowVar) \
                         and b.var in outside

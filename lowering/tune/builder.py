@@ -4,7 +4,9 @@
 round of tuning pays for compiling only (TVM's starts its workers again every round). A module
 travels to a worker as its TVMScript text; the worker builds it with the build driver and writes
 the shared library (``export_library``) into a fresh temporary directory, whose path is the
-result. A build that fails, crashes or hangs is a ``BuilderResult`` with ``error_msg``.
+result. A build that fails, crashes or hangs is a ``BuilderResult`` with ``error_msg``. The
+directories are made in the pool's folder (worker_pool.py): an artifact lasts until it is removed
+(``RemoveBuildArtifact``) or the builder shuts down, whatever its workers left with it.
 
 A worker builds under the PassContext settings current where ``build`` is called (its opt_level,
 passes and config, not its instruments): a candidate tuned under ``tirx.use_async_copy`` is

@@ -48,9 +48,14 @@ class RemoveBuildArtifact(MeasureCallback):
 
     def apply(self, task_scheduler: Any, task_id: int, measure_candidates: list, builder_results: list,
               runner_results: list) -> None:
-        for result in builder_results:
-            if result.artifact_path is not None:
-                remove_build_dir(result.artifact_path)
+        remove_artifacts(builder_results)
+
+
+def remove_artifacts(builder_results: list) -> None:
+    """Remove the artifact of each ``BuilderResult`` that has one."""
+    for result in builder_results:
+        if result.artifact_path is not None:
+            remove_build_dir(result.artifact_path)
 
 
 def remove_build_dir(artifact_path: str) -> None:

@@ -202,9 +202,10 @@ def _check_placement(ray: Any, options: dict) -> None:
                     f"ray start --resources=...)")
 
 
-def _write_artifact(data: bytes) -> str:
-    """Write a library's bytes into a new ``tvms-tune-`` temporary directory; its path."""
-    directory = tempfile.mkdtemp(prefix="tvms-tune-")
+def _write_artifact(data: bytes, parent: str | None = None) -> str:
+    """Write a library's bytes into a new ``tvms-tune-`` temporary directory (in ``parent``, else
+    the system's temporary folder); its path."""
+    directory = tempfile.mkdtemp(prefix="tvms-tune-", dir=parent)
     path = os.path.join(directory, ARTIFACT_NAME)
     with open(path, "wb") as f:
         f.write(data)
@@ -251,7 +252,7 @@ class RayBuilder(LocalBuilder):
 
     def _artifact_path(self, built: bytes) -> str:
         try:
-            return _write_artifact(built)
+            return _write_artifact(built, self.pool.scratch_dir())  # (removed with the pool if not before)
         except OSError as err:
             raise WorkerError(f"the built library cannot be written here: {err}") from None
 

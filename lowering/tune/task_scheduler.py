@@ -30,6 +30,7 @@ from ..targets import target_kind
 from .database import FAILED_RUN_SECS, TuningRecord, trace_key
 from .flops import estimate_tir_flops
 from .measure import BuilderInput, MeasureCandidate, RunnerInput, RunnerResult, args_info_of, main_func
+from .measure_callback import RemoveBuildArtifact, remove_artifacts
 from .tune_context import task_logger
 
 _FAILED_MS = FAILED_RUN_SECS * 1e3
@@ -225,10 +226,22 @@ class TaskScheduler:
                 for task in self.tasks_:
                     self._confirm_best(task)
         finally:
+            self._drop_batches_in_flight()
             for task in self.tasks_:
                 task.ctx.search_strategy.post_tuning()
             if self.progress is not None:
                 self.progress.finish(self)
+
+    def _drop_batches_in_flight(self) -> None:
+        """After the loop ended early (an error, Ctrl-C): the artifacts of the batches no one
+        joined, which the callbacks would have removed, are removed now (a runner still reading
+        one fails that trial, which is not recorded anyway)."""
+        if not any(isinstance(c, RemoveBuildArtifact) for c in self.measure_callbacks_):
+            return
+        for task in self.tasks_:
+            if task.runner_futures is not None:
+                remove_artifacts(task.builder_results or [])
+                task.measure_candidates = task.builder_results = task.runner_futures = None
 
     def _measured_before(self, task: TaskRecord) -> list[float]:
         """The latencies of the records the database already holds for the task's module and
@@ -261,8 +274,8 @@ class TaskScheduler:
             if errors:
                 _LOG.info("Build errors: %d sample(s)", errors)
             ok = [(info, r) for (_, info), r in zip(timed, built) if r.error_msg is None]
+            task.builder_results += built  # (before the runner: whatever stops the loop, they are removed)
             futures = iter(self._runner.run([RunnerInput(r.artifact_path, device, info) for info, r in ok]))
-            task.builder_results += built
             task.runner_futures += [next(futures) if r.error_msg is None else _Failed(r.error_msg) for r in built]
             if self.progress is not None:
                 self.progress.built(task_id, len(part), len(ok))
@@ -307,10 +320,13 @@ class TaskScheduler:
             pair = [default, top.as_measure_candidate()]
             timed = [timed_kernel(c, ctx.constant_params) for c in pair]
             built = self._builder.build([BuilderInput(mod, ctx.target) for mod, _ in timed])
-            if any(r.error_msg for r in built):
-                return
-            inputs = [RunnerInput(r.artifact_path, _device(ctx.target), info) for (_, info), r in zip(timed, built)]
-            results = [f.result() for f in self._runner.run(inputs * CONFIRM_ROUNDS)]
+            try:
+                if any(r.error_msg for r in built):
+                    return
+                inputs = [RunnerInput(r.artifact_path, _device(ctx.target), info) for (_, info), r in zip(timed, built)]
+                results = [f.result() for f in self._runner.run(inputs * CONFIRM_ROUNDS)]
+            finally:  # (no callback sees these builds: they are removed here)
+                remove_artifacts(built)
             if any(r.error_msg for r in results):
                 return
             secs = [[s for r in results[k::2] for s in r.run_secs] for k in (0, 1)]

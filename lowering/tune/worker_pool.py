@@ -11,14 +11,22 @@ threads and OpenMP state, and multiprocessing's spawn would re-run the user's sc
 script at top level, as the tutorials write it). A task is a function and its arguments, pickled:
 the function is found by module and name in the worker, so it must be defined at module level
 (the worker's ``sys.path`` is the parent's).
+
+A worker's temporary files (its ``TMPDIR``: a builder's artifacts, a linker's scratch files) go
+into a directory of the pool's, removed with it at ``shutdown`` or, for a pool nobody shut down,
+when the process ends: what a worker killed midway leaves there (a timeout, a crash, Ctrl-C) goes
+too, where a file of the system's temporary folder would stay behind.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -48,7 +56,9 @@ class WorkerPool:
     use, at most ``max_workers``; each runs ``initializer(*initargs)`` once when it starts.
     A dispatcher thread hands tasks to idle workers and watches the timeouts, so ``submit``
     never blocks; it runs while there is work, so a pool nobody refers to is collected, and its
-    workers stopped, like any object (``shutdown`` stops them at once).
+    workers stopped, like any object (``shutdown`` stops them at once). ``scratch_dir()`` is the
+    workers' temporary directory (this module's doc): ``shutdown`` removes it; a pool collected
+    without one leaves it to the end of the process (its builder's artifacts may still be in use).
     """
 
     def __init__(self, max_workers: int, timeout_sec: float | None, initializer: Callable | None = None,
@@ -65,6 +75,7 @@ class WorkerPool:
         self._closed = False
         self._wake_r, self._wake_w = _pipe()
         self._thread: threading.Thread | None = None
+        self._scratch: str | None = None
 
     # ------------------------------------------------------------ the caller's side
     def submit(self, fn: Callable, *args: Any) -> Future:
@@ -90,9 +101,25 @@ class WorkerPool:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         self._stop_all({}, {})
+        with self._lock:
+            scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            _remove_scratch(scratch)
+
+    def scratch_dir(self) -> str:
+        """The workers' temporary directory, made on first use."""
+        with self._lock:
+            if self._scratch is None:
+                if self._closed:
+                    raise TVMSError("the worker pool is shut down")
+                self._scratch = tempfile.mkdtemp(prefix="tvms-workers-")
+                _SCRATCH_DIRS.add(self._scratch)
+            return self._scratch
 
     def __del__(self) -> None:
         try:
+            with self._lock:
+                self._scratch = None  # (kept to the end of the process: its artifacts may be in use)
             self.shutdown()
         except Exception:  # (interpreter shutdown: nothing left to do)
             pass
@@ -169,8 +196,8 @@ class WorkerPool:
     def _start_worker(self) -> tuple:
         """Start a worker: ``(key, worker)``, the key ``_collect`` sees it ready by."""
         try:
-            worker = _Worker(self._init)
-        except OSError as err:
+            worker = _Worker(self._init, self.scratch_dir())
+        except (OSError, TVMSError) as err:
             raise WorkerError(f"a worker process could not be started: {err}") from None
         return worker.conn, worker
 
@@ -261,6 +288,20 @@ class WorkerPool:
         self._count = 0
 
 
+_SCRATCH_DIRS: set = set()  # the scratch directories of pools not shut down yet
+
+
+def _remove_scratch(directory: str) -> None:
+    _SCRATCH_DIRS.discard(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@atexit.register
+def _remove_scratch_dirs() -> None:
+    for directory in list(_SCRATCH_DIRS):
+        _remove_scratch(directory)
+
+
 def _fail(future: Future, message: str) -> None:
     future.set_exception(WorkerError(message))
 
@@ -280,11 +321,12 @@ def _pipe() -> tuple[Connection, Connection]:
 class _Worker:
     """One worker process and the two pipes to it."""
 
-    def __init__(self, init: tuple) -> None:
+    def __init__(self, init: tuple, scratch: str) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env["TMPDIR"] = scratch  # (what tempfile and the tools it runs use: removed with the pool)
         code = f"from tvms.lowering.tune.worker_pool import serve; serve({to_child_r}, {from_child_w})"
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(to_child_r, from_child_w),

@@ -2,7 +2,8 @@
 for the rest of the body; the thread launches among them print as ``T.launch_thread``, see
 threads.py), and the attribute values and dicts of every construct (``T.func_attr``,
 annotations, intrinsic attributes): frozen when read, with the keys in their canonical
-spelling, and printed with the keys the dialect spells (``tir.noalias`` in the IR, ``tirx.noalias`` in TVM 0.27's text)."""
+spelling, and printed with the keys the dialect spells (``tir.noalias`` in the IR, ``tirx.noalias`` in TVM 0.27's
+text; a ``tir.`` key in TVM 0.27's text is another key: dialect.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -16,17 +17,18 @@ from ...ir.module import MetadataRef, Target
 from ...ir.node import FrozenDict, Node
 from ...ir.stmt import AttrStmt, Stmt
 from .. import syntax as S
-from ..dialect import canonical_attr_key, dialect_attr_key
+from ..dialect import Dialect, canonical_attr_key, dialect_attr_key
 from .rules import TakesRest, parses, prints
 from .text import format_float, quote
 from .threads import is_launch, launch_scope
 
 
-def norm_attrs(value: Any) -> FrozenDict:
-    """An attribute dict as the IR stores it: keys in their canonical spelling, values frozen."""
+def norm_attrs(value: Any, dialect: Dialect) -> FrozenDict:
+    """An attribute dict of a text in ``dialect`` as the IR stores it: keys in their canonical
+    spelling, values frozen."""
     if not isinstance(value, dict):
         return value
-    return FrozenDict({canonical_attr_key(k) if isinstance(k, str) else k: freeze_value(v)
+    return FrozenDict({canonical_attr_key(k, dialect) if isinstance(k, str) else k: freeze_value(v)
                        for k, v in value.items()})
 
 

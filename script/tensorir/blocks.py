@@ -60,7 +60,7 @@ class BlockParsing:
             self.blocks.pop()
         block = Block(tuple(frame.iter_vars), tuple(frame.alloc_buffers), tuple(frame.match_buffers),
                       tuple(frame.reads or ()), tuple(frame.writes or ()), name, frame.init, body,
-                      norm_attrs(frame.annotations) if frame.annotations else EMPTY, span=self.span(call))
+                      norm_attrs(frame.annotations, self.dialect) if frame.annotations else EMPTY, span=self.span(call))
         if frame.reads is None or frame.writes is None:
             reads, writes = infer_block_regions(block)
             block = block.with_changes(reads=reads if frame.reads is None else block.reads,

@@ -170,7 +170,7 @@ def _alloc_stmt(scope: str) -> Callable:
     def build(b: Any, target: Any, call: S.Call, rest: list) -> Any:
         name = b.target_name(target)
         args, kwargs = call_args(b, call)
-        annotations = norm_attrs(kwargs.pop("annotations", None) or {})
+        annotations = norm_attrs(kwargs.pop("annotations", None) or {}, b.dialect)
         buf = b.buffer_decl(name, args, kwargs, call, scope_default=scope)
         prior = next((names[name] for names in reversed(b.scopes) if name in names), None)
         if isinstance(prior, Buffer) and id(prior) in b.free_buffers and _same_memory(prior, buf):
@@ -287,7 +287,7 @@ def _allocate(b: Any, target: Any, call: S.Call, rest: list) -> Any:
     dtype = b.dtype_of(args[1] if len(args) > 1 else kwargs.get("dtype", "float32"), call)
     scope = args[2] if len(args) > 2 else kwargs.get("scope", "global")
     cond = args[3] if len(args) > 3 else kwargs.get("condition", True)
-    annotations = norm_attrs(kwargs.get("annotations") or {})
+    annotations = norm_attrs(kwargs.get("annotations") or {}, b.dialect)
     var = Var(name, handle, PointerType(dtype, scope))
     return TakesRest(Allocate(var, dtype, tuple(b.int_expr(e, call) for e in extents),
                                arith.to_expr(cond), b.rest_body(rest, {name: var}),

@@ -227,7 +227,7 @@ def _func_attr(b: Any, call: S.Call, rest: list) -> Any:
     args, _ = call_args(b, call)
     if len(args) != 1 or not isinstance(args[0], dict):
         raise b.error(call, "T.func_attr takes one dict")
-    b.func.attrs.update(norm_attrs(args[0]))
+    b.func.attrs.update(norm_attrs(args[0], b.dialect))
     return Header()
 
 

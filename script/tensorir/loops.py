@@ -70,7 +70,7 @@ class LoopParsing:
 
     def loop_header(self, name: str, kind: str, args: list, kwargs: dict, syn: Any) -> tuple:
         thread = kwargs.pop("thread", None)
-        annotations = norm_attrs(kwargs.pop("annotations", None) or {})
+        annotations = norm_attrs(kwargs.pop("annotations", None) or {}, self.dialect)
         step = kwargs.pop("step", None) if kind != "thread_binding" else None
         if kind == "serial" and "unroll" in kwargs:
             annotations = FrozenDict({**annotations, **_unroll_annotation(self, kwargs.pop("unroll"), syn)})
