@@ -41,7 +41,7 @@ Step = tuple[str, Callable[[PrimFunc], PrimFunc]]  # (TVM's pass name, what tvms
 
 def refuse_blocks(func: PrimFunc, pipeline: str = "tirx") -> None:
     """A TVMSError when ``func`` holds blocks: the tirx pipeline lowers no ``T.sblock``."""
-    blocks = collect(func.body, S.Block)
+    blocks = sorted(collect(func.body, S.Block), key=lambda b: b.name_hint == "root")  # (a named one first)
     if blocks:
         name = func.attrs.get("global_symbol", "the function")
         raise TVMSError(f"the {pipeline} TIR pipeline lowers tirx kernels, which have no blocks; {name} has the "
