@@ -55,7 +55,7 @@ def _parse(path: str) -> Any:
         raise _Failure(str(err), EXIT_ERROR, rendered=True) from None
 
 
-def _compile(node: Any, target: str, path: str, default_schedule: bool = True) -> Any:
+def _compile(node: Any, target: str, path: str, default_schedule: bool = True, tir_pipeline: str | None = None) -> Any:
     """A runtime Module (TensorIR) or a Relax Executable for ``node``."""
     import tvms
     from .ir import IRModule
@@ -66,7 +66,7 @@ def _compile(node: Any, target: str, path: str, default_schedule: bool = True) -
         raise _Failure(f"{path} holds no module or function to compile", EXIT_ERROR)
     _check_target(target)
     try:  # (compile gives build's Module for TensorIR alone, an Executable with Relax functions)
-        return tvms.compile(node, target, default_schedule=default_schedule)
+        return tvms.compile(node, target, default_schedule=default_schedule, tir_pipeline=tir_pipeline)
     except TVMSError as err:
         if isinstance(err, ScriptError) and err.span is not None:  # (a statement of the file: shown)
             raise _Failure(str(err), EXIT_BUILD_FAILED, rendered=True) from None
@@ -98,7 +98,7 @@ def _is_library(path: str) -> bool:
 
 # the options of ``tvms run`` that only compiling a module reads (a library was compiled already)
 _COMPILE_OPTIONS = (("target", "--target"), ("no_default_schedule", "--no-default-schedule"),
-                    ("pass_config", "--pass-config"))
+                    ("tir_pipeline", "--tir-pipeline"), ("pass_config", "--pass-config"))
 
 
 def _load_program(path: str, args: argparse.Namespace) -> Any:
@@ -114,7 +114,7 @@ def _load_program(path: str, args: argparse.Namespace) -> Any:
             return load_module(path)
         except TVMSError as err:
             raise _Failure(str(err), EXIT_ERROR) from None
-    return _compile(_parse(path), args.target or "llvm", path, not args.no_default_schedule)
+    return _compile(_parse(path), args.target or "llvm", path, not args.no_default_schedule, args.tir_pipeline)
 
 
 # --------------------------------------------------------------------------- build
@@ -125,7 +125,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         _error("build: name the library to write with -o FILE.so")
         return EXIT_ERROR
     try:
-        program = _compile(_parse(args.input), args.target, args.input, not args.no_default_schedule)
+        program = _compile(_parse(args.input), args.target, args.input, not args.no_default_schedule,
+                           args.tir_pipeline)
         try:
             program.export_library(args.output)
         except WriteError as err:  # a write that cannot happen is an input error, not a failed build
@@ -493,6 +494,7 @@ def add_build_parsers(subparsers) -> None:
     p.add_argument("-o", "--output", metavar="FILE.so", help="the library to write (required)")
     p.add_argument("--target", default="llvm", help="the target (default: llvm, the host CPU; cuda: a GPU)")
     _add_schedule_flag(p)
+    _add_tir_pipeline_flag(p)
     add_pass_config_flag(p)
     p.set_defaults(func=cmd_build)
 
@@ -517,8 +519,17 @@ def add_build_parsers(subparsers) -> None:
     r.add_argument("--repeat", type=_positive, default=3, help="timed repeats (default 3)")
     r.add_argument("--target", help="the target to compile a .tvms module for (default: llvm)")
     _add_schedule_flag(r)
+    _add_tir_pipeline_flag(r)
     add_pass_config_flag(r)
     r.set_defaults(func=cmd_run)
+
+
+def _add_tir_pipeline_flag(parser: argparse.ArgumentParser) -> None:
+    from .lowering.tir_pipelines import TIR_PIPELINES
+
+    parser.add_argument("--tir-pipeline", choices=TIR_PIPELINES, metavar="NAME",
+                        help=f"the TIR pipeline, by TVM's name: {', '.join(TIR_PIPELINES)} (default: the target's, "
+                             f"s_tir; tirx: for kernels written in TVM's tirx language, with their own barriers)")
 
 
 def _add_schedule_flag(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from .lowering.schedule import (BlockRV, ExprRV, Instruction, InstructionKind, L
 from .lowering.schedule.replay import apply_trace_text
 from .lowering.schedule.tensorize import TensorIntrin
 from .lowering import tir as transform  # the lowering passes (tvm.tir.transform), registered by name
+from .lowering.build import build  # tvm.tirx.build(mod, target, pipeline="default")
 
 SBlockRV = BlockRV  # TVM 0.27's name
 
@@ -19,6 +20,6 @@ for _name, _module in (("expr", expr), ("stmt", stmt)):  # so that `import tvms.
     _sys.modules[f"{__name__}.{_name}"] = _module
 del _name, _module
 
-__all__ = ["BlockRV", "Buffer", "BufferRegion", "ExprRV", "Instruction", "InstructionKind", "LoopRV",
+__all__ = ["BlockRV", "Buffer", "build", "BufferRegion", "ExprRV", "Instruction", "InstructionKind", "LoopRV",
            "MatchBufferRegion", "PrimFunc", "SBlockRV", "Schedule", "ScheduleError", "ScheduleState", "StmtSRef",
            "TensorIntrin", "Trace", "apply_trace_text", "decl_buffer", "expr", "stmt", "transform"]

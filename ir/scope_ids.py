@@ -9,7 +9,11 @@ index: ``warp_id = tid // 32``, ``lane_id = tid % 32``, ``warpgroup_id = tid // 
 ``warp_id_in_wg = tid // 32 % 4``, ``thread_id_in_wg = tid % 128`` (TVM's formulas, whose 32, 4 and
 128 do not depend on the declared extents; TVM broadcasts ``tid // 32`` from lane 0 with a warp
 shuffle, the same value). The region becomes ``T.launch_thread``s over ``T.let`` bindings of the
-ids, ready for the GPU pipeline and the reference executor.
+ids, ready for the GPU pipeline and the reference executor. With ``warp_helper`` (the tirx
+pipeline's LowerTIRx, as TVM's) the region first binds ``warp_id_in_cta`` to that shuffle,
+``T.tvm_warp_shuffle(mask, tid // 32, 0, 32, 32)``, whenever it launches threads, and the warp
+ids are made of it (``warp_id = warp_id_in_cta``, ``warpgroup_id = warp_id_in_cta // 4``,
+``warp_id_in_wg = warp_id_in_cta % 4``), as TVM prints them.
 
 TVM's checks are made: extents that contradict each other, one that another does not divide, a
 thread count that is no multiple of 32 where warps are named, none at all. Cluster ids
@@ -21,9 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 from . import arith
-from .dtype import int32
+from .dtype import DataType, int32
 from .errors import ScriptError, TVMSError
-from .expr import THREAD_INDEX, Add, Cast, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from .expr import (THREAD_INDEX, Add, Call, Cast, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var,
+                   const)
+from .op import get_op
 from .function import PrimFunc
 from .stmt import AttrStmt, LetStmt, ScopeIdDef, Stmt
 from .visitor import Mutator, collect
@@ -40,11 +46,11 @@ def has_scope_ids(func: PrimFunc) -> bool:
     return bool(collect(func.body, ScopeIdDef))
 
 
-def resolve_scope_ids(func: PrimFunc) -> PrimFunc:
+def resolve_scope_ids(func: PrimFunc, warp_helper: bool = False) -> PrimFunc:
     """``func`` with each device region's scope ids made its thread launches (see the module)."""
     if not has_scope_ids(func):
         return func
-    body = _Regions().visit(func.body)
+    body = _Regions(warp_helper).visit(func.body)
     stray = collect(body, ScopeIdDef)
     if stray:
         raise _error(stray[0], f"T.{stray[0].kind} outside a device region: write T.device_entry() before "
@@ -57,10 +63,13 @@ def _error(node: Any, message: str) -> TVMSError:
 
 
 class _Regions(Mutator):
+    def __init__(self, warp_helper: bool) -> None:
+        self.warp_helper = warp_helper
+
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
         if s.attr_key != DEVICE_ENTRY:
             return self.generic_visit(s)
-        return _launch(s)
+        return _launch(s, self.warp_helper)
 
 
 class _Unwrap(Mutator):
@@ -70,7 +79,7 @@ class _Unwrap(Mutator):
         return self.visit(s.body)
 
 
-def _launch(region: AttrStmt) -> Stmt:
+def _launch(region: AttrStmt, warp_helper: bool = False) -> Stmt:
     defs = collect(region.body, ScopeIdDef)
     for d in defs:
         if d.kind in CLUSTER_KINDS:
@@ -95,14 +104,22 @@ def _launch(region: AttrStmt) -> Stmt:
     for k in range(1, len(tids)):  # (threadIdx.x + threadIdx.y * Dx + threadIdx.z * Dx * Dy)
         stride = _times(stride, block[k - 1])
         tid = Add(tid, Mul(tids[k], _int_expr(stride)))
-    values = {"cta_id": blocks, "thread_id": tids, "warp_id": [FloorDiv(tid, const(32))],
-              "warpgroup_id": [FloorDiv(tid, const(128))],
-              "warp_id_in_wg": [FloorMod(FloorDiv(tid, const(32)), const(4))],
+    warp: PrimExpr = FloorDiv(tid, const(32))
+    helper = Var("warp_id_in_cta", int32) if warp_helper else None
+    if helper is not None:
+        shuffled = Call(int32, get_op("tir.tvm_warp_shuffle"),
+                        (const(0xFFFFFFFF, DataType("uint32")), warp, const(0), const(32), const(32)))
+        warp = helper
+    values = {"cta_id": blocks, "thread_id": tids, "warp_id": [warp],
+              "warpgroup_id": [FloorDiv(warp, const(4)) if helper is not None else FloorDiv(tid, const(128))],
+              "warp_id_in_wg": [FloorMod(warp, const(4))],
               "lane_id": [FloorMod(tid, const(32))], "thread_id_in_wg": [FloorMod(tid, const(128))]}
     body = _Unwrap().visit(region.body)
     for d in reversed(defs):
         for var, value in reversed(list(zip(d.ids, values[d.kind]))):
             body = LetStmt(var, value if value.dtype == var.dtype else Cast(var.dtype, value), body)
+    if helper is not None:
+        body = LetStmt(helper, shuffled, body)
     for iv in reversed(launches):
         body = AttrStmt(iv, "thread_extent", iv.dom.extent, body, span=region.span)
     return body

@@ -37,6 +37,7 @@ from ..ir.tile_layout import refuse_tile_layouts
 from ..ir.tile_primitive import refuse_tile_primitives
 from ..ir.well_formed import verify_well_formed
 from .targets import TargetKind, target_kind
+from .tir_pipelines import resolve_tir_pipeline
 
 # operator-name prefixes the VM runs itself (allocation, not computation): not "Relax operators"
 _RUNTIME_OPS = ("relax.builtin.", "relax.vm.", "relax.memory.", "builtin.", "vm.")
@@ -48,15 +49,18 @@ EXEC_MODES = ("bytecode", "compiled")  # TVM's names: the VM program interpreted
 
 
 @deep_recursion
-def build(mod_or_func: Any, target: Any = None, name: str = "main") -> Any:
+def build(mod_or_func: Any, target: Any = None, pipeline: Any = "default", name: str = "main") -> Any:
     """Compile the PrimFuncs of an IRModule (or one PrimFunc, named ``name``) for ``target``
-    (default: the current target, else ``llvm``) into a runtime Module."""
+    (default: the current target, else ``llvm``) into a runtime Module, lowered by the TIR
+    ``pipeline`` named (TVM's names: ``"default"``/``"s_tir"`` for scheduled TensorIR,
+    ``"tirx"`` for tirx kernels; None is the target's default; ``tir_pipelines.py``)."""
+    pipeline = resolve_tir_pipeline(pipeline)
     target = as_target(target)
     row = target_kind(target)
-    return link_kernels(_artifacts(_prim_funcs(mod_or_func, name), row, target), row, target)
+    return link_kernels(_artifacts(_prim_funcs(mod_or_func, name), row, target, pipeline), row, target)
 
 
-def _artifacts(funcs: dict, row: TargetKind, target: Target) -> dict:
+def _artifacts(funcs: dict, row: TargetKind, target: Target, pipeline: str = "s_tir") -> dict:
     """The TIR pipeline and code generation steps: one artifact per PrimFunc, by name. A function
     without a ``global_symbol`` (a legalized operator) takes its name as one (numbered where
     another function's symbol has it), as TVM's build attaches them: its kernels are
@@ -73,7 +77,7 @@ def _artifacts(funcs: dict, row: TargetKind, target: Target) -> dict:
             symbols.reserve(symbol)
     named = {key: func if "global_symbol" in func.attrs else func.with_attr("global_symbol", symbols.fresh(key))
              for key, func in funcs.items()}
-    return codegen({key: lower_prim_func(func, row, target) for key, func in named.items()}, row, target)
+    return codegen({key: lower_prim_func(func, row, target, pipeline) for key, func in named.items()}, row, target)
 
 
 def _prim_funcs(mod_or_func: Any, name: str) -> dict:
@@ -91,12 +95,12 @@ def _prim_funcs(mod_or_func: Any, name: str) -> dict:
     return funcs
 
 
-def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target) -> PrimFunc:
-    """The TIR pipeline step: ``func`` checked and lowered by the target's pipeline."""
+def lower_prim_func(func: PrimFunc, row: TargetKind, target: Target, pipeline: str = "s_tir") -> PrimFunc:
+    """The TIR pipeline step: ``func`` checked and lowered by the target's ``pipeline``."""
     refuse_tile_primitives(func, "build")
     verify_well_formed(func)  # (the parser reads what TVM's reads: this is where it is checked)
     refuse_tile_layouts(func, "build")
-    return row.lower(func, target)
+    return row.lower(func, target, pipeline)
 
 
 def codegen(lowered: dict, row: TargetKind, target: Target) -> dict:
@@ -116,7 +120,7 @@ def link_kernels(artifacts: dict, row: TargetKind, target: Target) -> Any:
 
 @deep_recursion
 def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
-            default_schedule: bool = True, exec_mode: str = "compiled") -> Any:
+            default_schedule: bool = True, exec_mode: str = "compiled", tir_pipeline: Any = "default") -> Any:
     """Compile ``mod``: with Relax functions an ``Executable`` for ``VirtualMachine``; a module
     of PrimFuncs only (or a PrimFunc) gives ``tvms.build``'s ``Module``, as ``tvm.compile``.
 
@@ -134,6 +138,10 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     (``PassContext(config={"relax.BlockChannels.enable": False})`` keeps NCHW). False compiles the
     TensorIR as it is, as TVM does.
 
+    ``tir_pipeline`` (TVM's): the TIR pipeline every PrimFunc is lowered by, by name
+    (``"default"``/``"s_tir"``, ``"tirx"`` for tirx kernels, None for the target's default;
+    ``tir_pipelines.py``).
+
     ``exec_mode`` (TVM's): ``"compiled"`` lowers each Relax function the native VM takes to one
     native function (``codegen/llvm_vm.py``; the others, and ``"bytecode"``, are interpreted:
     ``Executable.stats()`` says which and why).
@@ -142,6 +150,7 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     options are unchanged returns the same Executable (or Module), which is safe to share: each
     VirtualMachine keeps its own buffers."""
     target = as_target(target)
+    tir_pipeline = resolve_tir_pipeline(tir_pipeline)
     if exec_mode not in EXEC_MODES:
         raise TVMSError(f"exec_mode must be one of {', '.join(map(repr, EXEC_MODES))}, not {exec_mode!r}")
     if isinstance(mod, rx.Function):
@@ -150,14 +159,14 @@ def compile(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
     pool_kind = get_global_func("runtime.thread_pool_kind", True) if target.kind == "llvm" else None
     pool = {"thread_pool": pool_kind()} if pool_kind is not None else {}
     key = compile_key(mod, target, relax_pipeline, default_schedule=bool(default_schedule), exec_mode=exec_mode,
-                      **pool)
+                      tir_pipeline=tir_pipeline, **pool)
     if key is not None:
         with _COMPILED_LOCK:
             hit = _COMPILED.get(key)
             if hit is not None:
                 _COMPILED.move_to_end(key)
                 return hit
-    result = _compile_uncached(mod, target, relax_pipeline, bool(default_schedule), exec_mode)
+    result = _compile_uncached(mod, target, relax_pipeline, bool(default_schedule), exec_mode, tir_pipeline)
     if key is not None:
         with _COMPILED_LOCK:
             _COMPILED[key] = result
@@ -200,7 +209,8 @@ def _context_key() -> tuple:
             repr(sorted(ctx.config.items(), key=lambda item: str(item[0]))))
 
 
-def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: bool, exec_mode: str) -> Any:
+def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: bool, exec_mode: str,
+                      tir_pipeline: str = "s_tir") -> Any:
     row = target_kind(target)
     if isinstance(mod, PrimFunc):
         mod = IRModule({"main": mod})
@@ -208,7 +218,7 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
         raise TVMSError(f"compile takes an IRModule, a Relax function or a PrimFunc, "
                         f"not {type(mod).__name__}")
     if _prim_funcs_only(mod):
-        return build(default_schedules(mod, target, row) if schedule else mod, target)
+        return build(default_schedules(mod, target, row) if schedule else mod, target, tir_pipeline)
     verify_return_annotations(mod)
     mod = run_relax_pipeline(mod, relax_pipeline, schedule, target)
     _check_offloaded(mod)  # (after the pipeline, which may run RunCodegen itself, or annotate)
@@ -217,7 +227,8 @@ def _compile_uncached(mod: Any, target: Target, relax_pipeline: Any, schedule: b
     from .relax.lift_transform_params import lift_weights
 
     mod, lifted = lift_weights(mod)  # (what depends on weights only runs once: runtime/param_cache.py)
-    return link_executable(mod, *_build_kernels(mod, row, target), lifted, exec_mode=exec_mode, target=target)
+    return link_executable(mod, *_build_kernels(mod, row, target, tir_pipeline), lifted, exec_mode=exec_mode,
+                           target=target)
 
 
 def _check_offloaded(mod: IRModule) -> None:
@@ -348,10 +359,10 @@ def default_schedules(mod: IRModule, target: Any, row: TargetKind | None = None)
         return ApplyDefaultSchedule(*row.default_rules())(mod)
 
 
-def _build_kernels(mod: IRModule, row: TargetKind, target: Target) -> tuple:
+def _build_kernels(mod: IRModule, row: TargetKind, target: Target, tir_pipeline: str = "s_tir") -> tuple:
     """The one place the lowered module's PrimFuncs are taken and compiled for the VM: the
     kernels' runtime Module and their artifacts."""
-    artifacts = _artifacts({k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}, row, target)
+    artifacts = _artifacts({k: mod[k] for k in mod if isinstance(mod[k], PrimFunc)}, row, target, tir_pipeline)
     return link_kernels(artifacts, row, target), artifacts
 
 
@@ -391,9 +402,9 @@ def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:
 
 
 def relax_build(mod: Any, target: Any = None, relax_pipeline: Any = "zero",
-                default_schedule: bool = True, exec_mode: str = "compiled") -> Any:
+                default_schedule: bool = True, exec_mode: str = "compiled", tir_pipeline: Any = "default") -> Any:
     """``tvms.relax.build``: as ``compile``, for modules with Relax functions."""
-    ex = compile(mod, target, relax_pipeline, default_schedule, exec_mode)
+    ex = compile(mod, target, relax_pipeline, default_schedule, exec_mode, tir_pipeline)
     if isinstance(mod, PrimFunc) or (isinstance(mod, IRModule) and _prim_funcs_only(mod)):
         raise TVMSError("relax.build: the module has no Relax function (use tvms.build for TensorIR)")
     return ex

@@ -1,6 +1,7 @@
 """The target table: what compiling for each target kind takes, one row per kind.
 
-A row names the kind's TIR lowering pipeline (scheduled TensorIR -> loop-level code), its code
+A row names the kind's TIR lowering (the pipeline chosen by name, ``tir_pipelines.py``: s_tir for
+scheduled TensorIR, tirx for tirx kernels -> loop-level code), its code
 generator (loop-level PrimFunc -> an artifact: code plus what calling it needs), its default
 schedule rules (``tvms.dlight``), the name of the runtime function that loads its artifacts
 into a callable module, and the check of its options (llvm: the CPU and feature names LLVM
@@ -28,7 +29,7 @@ class TargetKind:
     """One row of the table: how code for ``kind`` is lowered, generated, scheduled and loaded."""
 
     kind: str
-    lower: Callable[[PrimFunc, Target], Any]  # the TIR pipeline: scheduled TensorIR -> loop-level code
+    lower: Callable[[PrimFunc, Target, str], Any]  # the TIR pipeline ("s_tir" or "tirx") -> loop-level code
     codegen: Callable[[Any, Target, str], Any]  # what lower gave, its symbol -> artifact
     default_rules: Callable[[], list]  # the dlight rules tried on an unscheduled PrimFunc
     loader: str  # the registered runtime function: (artifacts by name, target text) -> Module
@@ -81,10 +82,15 @@ def compiled_kinds() -> list[str]:
 # (each row's modules are imported when it is used: llvmlite only when building)
 
 
-def _llvm_lower(func: PrimFunc, target: Target) -> PrimFunc:
-    """Blocks lowered to loop-level code; loop-level code only has its loops counted from 0 in
-    steps of 1 (the pipeline's first pass, which the code generator expects) and its narrow-float
-    arithmetic computed in float32 (which the code generator needs)."""
+def _llvm_lower(func: PrimFunc, target: Target, pipeline: str = "s_tir") -> PrimFunc:
+    """s_tir: blocks lowered to loop-level code; loop-level code only has its loops counted from
+    0 in steps of 1 (the pipeline's first pass, which the code generator expects) and its
+    narrow-float arithmetic computed in float32 (which the code generator needs). tirx: TVM's
+    tirx pipeline (``tir/tirx_pipeline.py``)."""
+    if pipeline == "tirx":
+        from .tir.tirx_pipeline import lower_for_codegen_tirx
+
+        return lower_for_codegen_tirx(func)
     from ..ir import stmt as S
     from ..ir.visitor import collect
     from .tir.canonicalize_loop import canonicalize_loop
@@ -120,7 +126,11 @@ register_target_kind(TargetKind("llvm", _llvm_lower, _llvm_codegen, _cpu_rules, 
 
 # cuda: the GPU TIR pipeline ends at SplitHostDevice (an IRModule: the host function and its
 # kernels), the code generator renders CUDA C and compiles it with NVRTC (a CudaArtifact)
-def _cuda_lower(func: PrimFunc, target: Target) -> Any:
+def _cuda_lower(func: PrimFunc, target: Target, pipeline: str = "s_tir") -> Any:
+    if pipeline == "tirx":
+        from .tir.gpu.tirx_pipeline import lower_for_cuda_tirx
+
+        return lower_for_cuda_tirx(func, target)
     from .tir.gpu.pipeline import lower_for_cuda
 
     return lower_for_cuda(func, target)

@@ -26,13 +26,13 @@ from .vectorize_loop import VectorizeLoop, vectorize_loop
 GPU_NAMES = (
     "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectPermutedLayout", "InjectSoftwarePipeline",
     "InjectVirtualThread",
-    "LiftThreadBinding", "LowerAsyncDMA", "LowerAutoCopy", "LowerCrossThreadReduction", "LowerThreadAllreduce", "LowerTIRx", "LowerWarpMemory",
+    "LiftThreadBinding", "LowerAsyncDMA", "LowerAutoCopy", "LowerCrossThreadReduction", "LowerThreadAllreduce", "LowerTIRx", "LowerTIRxOpaque", "LowerWarpMemory",
     "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
     "SplitHostDevice", "StorageRewrite", "ThreadSync", "TransformMmaBufferLayout", "UnifyThreadBinding", "annotate_entry_func",
     "common_subexpr_elim", "cuda_target_attr", "finalize_kernels", "inject_double_buffer", "inject_permuted_layout", "inject_ptx_async_copy",
     "inject_software_pipeline",
     "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_auto_copy", "lower_cross_thread_reduction", "lower_for_cuda",
-    "lower_thread_allreduce", "lower_tirx", "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device",
+    "lower_for_cuda_tirx", "lower_thread_allreduce", "lower_tirx", "lower_tirx_opaque", "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device",
     "storage_rewrite", "thread_sync", "transform_mma_buffer_layout", "unify_thread_binding",
 )
 __getattr__, __dir__, _load_gpu = lazy_names(__name__, globals(), {name: (".gpu", name) for name in GPU_NAMES})
@@ -41,7 +41,7 @@ add_layer_loader(_load_gpu)  # (gpu/'s passes register by name)
 __all__ = [
     "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectPermutedLayout", "InjectSoftwarePipeline",
     "InjectVirtualThread",
-    "LiftThreadBinding", "LowerAsyncDMA", "LowerAutoCopy", "LowerCrossThreadReduction", "LowerThreadAllreduce", "LowerTIRx", "LowerWarpMemory",
+    "LiftThreadBinding", "LowerAsyncDMA", "LowerAutoCopy", "LowerCrossThreadReduction", "LowerThreadAllreduce", "LowerTIRx", "LowerTIRxOpaque", "LowerWarpMemory",
     "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType", "SplitHostDevice", "StorageRewrite", "ThreadSync",
     "TransformMmaBufferLayout", "UnifyThreadBinding", "lower_for_cuda",
     "CanonicalizeLoop", "canonicalize_loop", "CompactBufferAllocation", "ConvertBlocksToOpaque",

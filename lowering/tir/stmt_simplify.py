@@ -7,28 +7,35 @@ branch that runs. The value of an integer ``let`` is put in place of its variabl
 ``let`` itself stays, as TVM 0.27 leaves a binding statement); ``a > b`` becomes ``b < a`` (and
 ``>=`` ``<=``), as TVM writes comparisons; a product of constants and an added zero fold (what a
 loop of one iteration left).
-Other expressions are kept.
+Other expressions are kept. ``stmt_simplify(func, values=True)`` (the tirx pipeline's, nearer
+TVM's) also simplifies the integer values ``let`` binds (``blockIdx.x`` launched once is 0, the
+integer arguments of a call in one too) and drops a store of a buffer's own element
+(``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline keeps what it printed before.
 """
 from __future__ import annotations
 
 from ...ir.expr import GE, GT, LE, LT, Add, BufferLoad, Call, CommReducer, IntImm, Mul, PrimExpr, Var, const, is_const_int, wrap_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, Stmt
+from ...ir.structural import structural_equal
 from ...ir.visitor import walk
 from .loop_ranges import LoopRangeMutator
 from .tir_pass import define_tir_pass
 
 
 class _StmtSimplifier(LoopRangeMutator):
-    def __init__(self) -> None:
+    def __init__(self, values: bool = False) -> None:
         super().__init__()
         self.inlined: dict = {}  # let variable -> its value
+        self.values = values
 
     def visit_Var(self, var: Var) -> PrimExpr:
         return self.inlined.get(var, var)
 
     def visit_LetStmt(self, let: LetStmt) -> Stmt:
         value = self.visit(let.value)
+        if self.values:
+            value = self.bound_value(value)
         if value.dtype.is_integer and value.dtype.lanes == 1 and _pure(value):
             self.inlined[let.var] = value
         return let.with_changes(value=value, body=self.visit(let.body))
@@ -42,9 +49,21 @@ class _StmtSimplifier(LoopRangeMutator):
     def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
         return BufferLoad(load.buffer, tuple(self.index(i) for i in load.indices))
 
-    def visit_BufferStore(self, store: BufferStore) -> BufferStore:
-        return BufferStore(store.buffer, self.visit(store.value),
-                           tuple(self.index(i) for i in store.indices))
+    def bound_value(self, value: PrimExpr) -> PrimExpr:
+        if isinstance(value, Call):
+            args = tuple(self.index(a) if isinstance(a, PrimExpr) else a for a in value.args)
+            return value if all(a is b for a, b in zip(args, value.args)) else value.with_changes(args=args)
+        value = self.index(value)
+        bounds = self.analyzer.bound(value) if value.dtype.is_integer and value.dtype.lanes == 1 else None
+        if bounds is not None and bounds[0] == bounds[1] and not isinstance(value, IntImm):
+            return IntImm(value.dtype, bounds[0])  # (a thread index launched once: 0)
+        return value
+
+    def visit_BufferStore(self, store: BufferStore) -> Stmt:
+        store = BufferStore(store.buffer, self.visit(store.value), tuple(self.index(i) for i in store.indices))
+        if self.values and _reads_itself(store):
+            return Evaluate(const(0, "int32"))
+        return store
 
     def visit_Mul(self, e: Mul) -> PrimExpr:
         e = self.generic_visit(e)
@@ -80,13 +99,19 @@ class _StmtSimplifier(LoopRangeMutator):
         return s.else_case if s.else_case is not None else Evaluate(const(0, "int32"))
 
 
+def _reads_itself(store: BufferStore) -> bool:
+    value = store.value
+    return (isinstance(value, BufferLoad) and value.buffer.data is store.buffer.data
+            and structural_equal(tuple(value.indices), tuple(store.indices)))
+
+
 def _pure(e: PrimExpr) -> bool:
     return not any(isinstance(n, (Call, BufferLoad)) for n in walk(e))
 
 
-def stmt_simplify(func: PrimFunc) -> PrimFunc:
-    """``func`` with its buffer indices simplified."""
-    return func.with_changes(body=_StmtSimplifier().visit(func.body))
+def stmt_simplify(func: PrimFunc, values: bool = False) -> PrimFunc:
+    """``func`` with its buffer indices simplified (``values``: see the module)."""
+    return func.with_changes(body=_StmtSimplifier(values).visit(func.body))
 
 
 StmtSimplify = define_tir_pass("StmtSimplify", stmt_simplify)

@@ -11,8 +11,10 @@ from ...pass_registry import register_pass
 from ..tir_pass import checked_prim_func_pass
 
 
-def lower_tirx(func: PrimFunc) -> PrimFunc:
-    return resolve_scope_ids(func)
+def lower_tirx(func: PrimFunc, warp_helper: bool = False) -> PrimFunc:
+    """``warp_helper``: bind ``warp_id_in_cta`` first, as TVM's LowerTIRx does (the tirx pipeline;
+    the s_tir one, which TVM never runs on scope ids, keeps the plain formulas)."""
+    return resolve_scope_ids(func, warp_helper)
 
 
 def LowerTIRx():  # noqa: N802 (TVM's name)

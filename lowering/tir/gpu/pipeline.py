@@ -68,7 +68,7 @@ from .thread_sync import thread_sync
 from .transform_mma_buffer_layout import transform_mma_buffer_layout
 from .verify_memory import verify_memory
 
-def _vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
+def vectorize_with_scalar_guards(func: PrimFunc) -> PrimFunc:
     return vectorize_loop(func, scalar_guards=True)  # (C has no vector condition for a guarded load)
 
 
@@ -77,7 +77,7 @@ BEFORE_ENTRY = (lower_tirx, canonicalize_loop, lower_cross_thread_reduction, low
                 lift_thread_binding, manifest_shared_memory_local_stage, compact_buffer_allocation, lower_auto_copy,
                 unify_thread_binding,
                 lower_match_buffer, stmt_simplify, inject_permuted_layout, inject_software_pipeline,
-                transform_mma_buffer_layout, lower_opaque_block, flatten_buffer, narrow_data_type, _vectorize_with_scalar_guards,
+                transform_mma_buffer_layout, lower_opaque_block, flatten_buffer, narrow_data_type, vectorize_with_scalar_guards,
                 inject_virtual_thread, inject_double_buffer,
                 storage_rewrite, unroll_loop_in_context, stmt_simplify, remove_negative_waits)
 # after it, per PrimFunc: the barriers for each memory scope, the fragments' shapes, the
@@ -120,17 +120,24 @@ def _each_prim_func(mod: IRModule, steps) -> IRModule:
     return result
 
 
+def bind_cuda_target(func: PrimFunc, target: Target) -> PrimFunc:
+    """``func`` bound to ``target`` (TVM's BindTarget; a function already bound to cuda keeps its
+    target)."""
+    if not isinstance(func, PrimFunc):
+        raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
+    bound = cuda_target_attr(target)  # (refuses a target that is not cuda)
+    existing = func.attrs.get("target")
+    if not (isinstance(existing, TargetAttr) and existing.kind == "cuda" and "host" in existing.config):
+        func = func.with_attr("target", bound)
+    return func
+
+
 def split_for_cuda(func: PrimFunc, target: Target, start: Callable | None = None) -> IRModule:
     """TVM's s_tir pipeline on ``func`` up to SplitHostDevice: the host function and its kernels
     as that stage prints them (before the device passes). ``start``, one of ``BEFORE_ENTRY``'s
     passes, resumes the pipeline there (on a function already lowered up to it, by TVM say)."""
-    if not isinstance(func, PrimFunc):
-        raise TVMSError(f"lower_for_cuda: expected a PrimFunc, got {type(func).__name__}")
+    func = bind_cuda_target(func, target)
     symbol = str(func.attrs.get("global_symbol", "main"))
-    bound = cuda_target_attr(target)  # (refuses a target that is not cuda)
-    existing = func.attrs.get("target")
-    if not (isinstance(existing, TargetAttr) and existing.kind == "cuda" and "host" in existing.config):
-        func = func.with_attr("target", bound)  # (a function already bound to cuda keeps its target)
     config = PassContext.current().config
     steps = BEFORE_ENTRY
     if config.get("tirx.use_async_copy", False):  # (TVM's option: DMA copies, then cp.async below)
@@ -170,4 +177,5 @@ def lower_for_cuda(func: PrimFunc, target: Target) -> IRModule:
     return finalize_kernels(split_for_cuda(func, target))
 
 
-__all__ = ["lower_for_cuda", "split_for_cuda", "finalize_kernels", "cuda_target_attr", "SKIPPED"]
+__all__ = ["bind_cuda_target", "lower_for_cuda", "split_for_cuda", "finalize_kernels", "cuda_target_attr",
+           "SKIPPED"]
