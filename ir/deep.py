@@ -12,6 +12,7 @@ from Python that nests deeper still ends in a ``TVMSError``, never in a ``Recurs
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import sys
 import threading
@@ -66,11 +67,12 @@ def run_deep(fn: Callable[..., Any], *args: Any, too_deep: str = _TOO_DEEP, **kw
     if getattr(_room, "inside", False):
         return fn(*args, **kwargs)
     outcome: list = []
+    settings = contextvars.copy_context()  # (the caller's, e.g. its PassContext, go with the walk)
 
     def walk() -> None:
         _room.inside = True
         try:
-            outcome.append((True, fn(*args, **kwargs)))
+            outcome.append((True, settings.run(fn, *args, **kwargs)))
         except RecursionError:
             outcome.append((False, TVMSError(too_deep)))
         except BaseException as e:  # noqa: BLE001 - handed to the caller's thread as it is

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, Sequence
 
 from ..ir.deep import deep_recursion
 from ..ir.errors import TVMSError
@@ -57,13 +58,18 @@ class PassInfo:
 # --------------------------------------------------------------------------- the context
 
 
+# the contexts entered with ``with``, innermost last: a context variable, so that a context one
+# thread enters is not another's (as TVM's are thread-local), and a walk tvms moves to a thread
+# of its own (ir/deep.py) takes the caller's along
+_ENTERED: ContextVar[tuple] = ContextVar("tvms_pass_contexts", default=())
+
+
 class PassContext:
     """The settings passes run under; ``with PassContext(opt_level=3): ...`` makes it current.
 
     ``config`` holds free-form options for passes (``{"relax.FuseOps.max_depth": 4}``);
     ``instruments`` are ``PassInstrument`` objects called around every pass."""
 
-    _stack: ClassVar[list["PassContext"]] = []
 
     def __init__(self, opt_level: int = 2, required_pass: Sequence[str] | None = None,
                  disabled_pass: Sequence[str] | None = None, instruments: Sequence[Any] | None = None,
@@ -79,17 +85,19 @@ class PassContext:
     @staticmethod
     def current() -> "PassContext":
         """The innermost context entered with ``with``, or a default one (opt_level 2)."""
-        return PassContext._stack[-1] if PassContext._stack else _DEFAULT_CONTEXT
+        entered = _ENTERED.get()
+        return entered[-1] if entered else _DEFAULT_CONTEXT
 
     def __enter__(self) -> "PassContext":
         for inst in self.instruments:
             _call(inst, "enter_pass_ctx")
-        PassContext._stack.append(self)
+        _ENTERED.set(_ENTERED.get() + (self,))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if PassContext._stack and PassContext._stack[-1] is self:
-            PassContext._stack.pop()
+        entered = _ENTERED.get()
+        if entered and entered[-1] is self:
+            _ENTERED.set(entered[:-1])
         for inst in self.instruments:
             _call(inst, "exit_pass_ctx")
 

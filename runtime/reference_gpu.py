@@ -507,6 +507,16 @@ def shuffle_source(kind: int, lane: int, arg: int, width: int) -> int:
     return lane ^ arg if (lane ^ arg) < base + width else lane
 
 
+_SHUFFLE_WIDTHS = (1, 2, 4, 8, 16, 32)
+
+
+def _has_nan(value: Any) -> bool:
+    """Whether ``value``'s type can say "undefined" with a NaN (numpy's floats, and ml_dtypes's
+    bfloat16 and narrow floats, whose numpy kind is not "f")."""
+    dtype = np.asarray(value).dtype
+    return dtype.kind == "f" or dtype.name.startswith(("bfloat", "float"))
+
+
 def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list, site: Site) -> list:
     """Answer the lanes of one warp at one shuffle (``lanes``: lane -> thread) whose mask's
     running lanes are all there; the threads answered. CUDA leaves undefined a shuffle whose
@@ -517,17 +527,19 @@ def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list, s
     done = []
     for lane, t in lanes.items():
         _, _, mask, value, arg, width = waits[t]
-        mask, arg, width = int(mask), int(arg), int(width)
+        mask, arg, width = int(mask), int(arg) & 0xFFFFFFFF, int(width)  # (CUDA's lane and delta: unsigned)
         if any(mask >> other & 1 and other not in lanes for other in running):
             continue
         what = f"lane {lane} at the warp {_SHUFFLE_NAMES[kind]} {site} (mask {mask:#x})"
         if not mask >> lane & 1:
             raise TVMSError(f"{what}: its mask leaves it out, which CUDA leaves undefined")
+        if width not in _SHUFFLE_WIDTHS:
+            raise TVMSError(f"{what}: a width of {width} lanes; CUDA's is a power of two from 1 to 32")
         src = shuffle_source(kind, lane, arg, width)
         if mask >> src & 1 and src in lanes:
             replies[t] = waits[lanes[src]][3]
-        elif np.asarray(value).dtype.kind == "f":
-            replies[t] = value * np.nan
+        elif _has_nan(value):
+            replies[t] = np.asarray(np.nan).astype(np.asarray(value).dtype)[()]
         else:  # (no undefined integer: its own value, as a sub-warp argmax of TVM's reads and drops)
             replies[t] = value
         done.append(t)

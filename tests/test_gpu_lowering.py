@@ -249,6 +249,23 @@ def test_tvms_kernels_after_lower_intrin_compute_what_the_schedule_computes(case
     check_kernels(case, lowered)
 
 
+@pytest.mark.parametrize("case, start, refused", [
+    ("layer_norm_tuple_sum", ("data_red_temp_v0[ax0] = T.float32(0.0)", "data_red_temp_v0[ax0] = T.float32(1.0)"),
+     r"T.float32\(1.0\), T.float32\(0.0\), not its reducer's identity \(T.float32\(0.0\), T.float32\(0.0\)\)"),
+    ("dlight_argmax_nocse", ("x_red_temp_v0_shared[v0] = T.int64(-1)", "x_red_temp_v0_shared[v0] = T.int64(0)"),
+     r"T.int64\(0\), T.float32\(-340282346638528859811704183484516925440.0\), not its reducer's identity "
+     r"\(T.int64\(-1\), T.float32\(-340282346638528859811704183484516925440.0\)\)")])
+def test_a_reduction_that_does_not_start_from_its_identity_is_refused(case, start, refused) -> None:
+    """Each thread's partial result starts from the block's init, so an init other than the
+    reducer's identity would be counted once a thread (silently wrong): refused, as TVM 0.27's
+    LowerCrossThreadReduction refuses it ("No matched reducer")."""
+    text = (GOLDEN / f"{case}_00_input.tvms").read_text()
+    assert start[0] in text
+    func = from_source(text.replace(*start))["main"]
+    with pytest.raises(TVMSError, match=rf"LowerCrossThreadReduction: block '\w+' initializes its reduction with {refused}"):
+        gpu.lower_cross_thread_reduction(func)
+
+
 def test_an_argmax_over_fewer_threads_than_a_warp_computes_its_index() -> None:
     """DLight's argmax on 16 threads: the reduction's shuffles read lanes 16 to 23, outside the
     mask, whose values CUDA leaves undefined and the reduction drops; an index (an integer) has

@@ -14,6 +14,7 @@ from tvms import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.structural import structural_equal
 from tvms.runtime.reference import run_prim_func
+from tvms.runtime.tir_values import numpy_dtype
 from tvms.script import from_source
 from tvms.tir import Schedule
 
@@ -345,11 +346,22 @@ def f(A: T.Buffer((16,), "int32"), O: T.Buffer((16,), "int32")):
     index, out = np.arange(16, dtype="int32"), np.zeros(16, "int32")
     run_prim_func(missing, index, out)
     np.testing.assert_array_equal(out, np.concatenate([index[8:], index[8:]]))
+    for width in (0, 3, 64):
+        wrong = load(missing.script().replace("8, 32)", f"8, {width})"))
+        with pytest.raises(TVMSError, match=rf"\(mask 0xffff\): a width of {width} lanes; CUDA's is a power of two "
+                                            r"from 1 to 32"):
+            run_prim_func(wrong, index, out)
     floats = load(missing.script().replace('"int32"', '"float32"'))
     a, out = np.arange(16, dtype="float32"), np.zeros(16, "float32")
     run_prim_func(floats, a, out)
     np.testing.assert_array_equal(out[:8], a[8:])
     assert np.isnan(out[8:]).all()
+    bf16 = load(missing.script().replace('"int32"', '"bfloat16"'))  # (ml_dtypes: numpy kind "V", not "f")
+    a16 = a.astype(numpy_dtype("bfloat16"))
+    out16 = np.zeros(16, a16.dtype)
+    run_prim_func(bf16, a16, out16)
+    np.testing.assert_array_equal(out16[:8].astype("float32"), a[8:])
+    assert np.isnan(out16[8:].astype("float32")).all()
 
 
 def test_cuda_math_functions_in_kernels() -> None:

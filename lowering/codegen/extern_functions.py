@@ -35,17 +35,17 @@ def check_extern_calls(func: PrimFunc) -> None:
     """Refuse ``func`` where it calls a C function a script may not name (checked before the
     kernel caches are looked up: code built once under a wider PassContext is not loaded without it)."""
     for call in collect(func.body, E.Call):
-        if getattr(call.op, "name", "") in ("tir.call_extern", "tir.call_pure_extern") and call.args \
-                and isinstance(call.args[0], E.StringImm):
-            check_extern_call(call.args[0].value)
+        op = getattr(call.op, "name", "")
+        if op in ("tir.call_extern", "tir.call_pure_extern") and call.args and isinstance(call.args[0], E.StringImm):
+            check_extern_call(call.args[0].value, f"T.{op[len('tir.'):]}")
 
 
-def check_extern_call(symbol: str) -> None:
-    """Refuse a ``T.call_extern`` of ``symbol`` on the llvm target unless it is a C math function or
-    one the PassContext's ``tvms.extern_functions`` names."""
+def check_extern_call(symbol: str, what: str = "T.call_extern") -> None:
+    """Refuse a ``T.call_extern`` (``what``) of ``symbol`` on the llvm target unless it is a C math
+    function or one the PassContext's ``tvms.extern_functions`` names."""
     if symbol in C_MATH_FUNCTIONS or symbol in allowed_names(PassContext.current().config.get(CONFIG, ())):
         return
-    raise TVMSError(f"T.call_extern({symbol!r}): the llvm target calls only C math library functions "
+    raise TVMSError(f"{what}({symbol!r}): the llvm target calls only C math library functions "
                     f"(expf, sqrt, powf, ...) by name; other functions of the process are called only "
                     f"where the PassContext option {CONFIG} names them")
 

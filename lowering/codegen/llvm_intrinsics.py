@@ -243,7 +243,7 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
                         f"(\"llvm.fmuladd\") as its first argument")
     refuse_foreign_intrinsic(symbol)
     values = args[1:]
-    if all(a.dtype.element_of == call.dtype.element_of for a in call.args[1:]):
+    if values and all(a.dtype.element_of == call.dtype.element_of for a in call.args[1:]):
         values = T.unify(builder, *values)
     if symbol in ("llvm.exp", "llvm.log") and len(values) == 1:  # (LowerIntrin's T.exp, T.log)
         vector = vector_math(builder, symbol[len("llvm."):], values[0])

@@ -55,6 +55,19 @@ def external_module(backend: str, functions: dict, index: int = 0) -> ExternalMo
     return ExternalModule("ffi.Module", index, backend, FrozenDict(functions))
 
 
+# the symbols RunCodegen registered (compiling a module again registers them anew); a symbol the
+# script names is never let replace another global function, tvms's or the user's
+_OFFLOADED: set[str] = set()
+
+
+def _register_offloaded(symbol: str, fn: Any) -> None:
+    if symbol not in _OFFLOADED and get_global_func(symbol, allow_missing=True) is not None:
+        raise TVMSError(f"RunCodegen: the offloaded function's symbol {symbol!r} is the name of a global "
+                        f"function already registered; give the function another global_symbol")
+    register_func(symbol, fn, override=True)
+    _OFFLOADED.add(symbol)
+
+
 @module_pass(opt_level=0, name="RunCodegen")
 class RunCodegen:
     """``relax.transform.RunCodegen(target_options, entry_functions)``: offload the functions
@@ -93,7 +106,7 @@ class RunCodegen:
                                     f"{type(made).__name__}, not an ExternalModule")
                 made = external_module(made.backend, made.functions, len(built))
                 for symbol, fn in made.functions.items():
-                    register_func(symbol, fn, override=True)
+                    _register_offloaded(symbol, fn)
                 built.append(made)
         offloaded = {gv.name_hint: f for items in by_backend.values() for gv, f in items}
         for gv, func in mod.functions_items():

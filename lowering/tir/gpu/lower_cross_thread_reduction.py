@@ -21,14 +21,15 @@ from ....ir.analysis import substitute
 from ....ir.buffer import Buffer, BufferRegion, decl_buffer
 from ....ir.dtype import DataType
 from ....ir.errors import TVMSError
-from ....ir.expr import (COMM_REDUCE, DATA_PAR, Add, And, BufferLoad, Call, CommReducer, IntImm, Max,
-                         Min, Mul, PrimExpr, Range, Select, Var, const, is_const_int)
+from ....ir.expr import (COMM_REDUCE, DATA_PAR, GE, GT, LE, LT, Add, And, BufferLoad, Call, CommReducer, FloatImm,
+                         IntImm, Max, Min, Mul, PrimExpr, Range, Select, Var, const, is_const_int)
 from ....ir.function import PrimFunc
 from ....ir.op import get_op
 from ....ir.operators import BY_SYMBOL
 from ....ir.stmt import AttrStmt, Block, BlockRealize, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt
 from ....ir.structural import structural_equal
 from ....ir.visitor import Mutator, walk
+from ...te.tensor import max_value, min_value
 from ..tir_pass import define_tir_pass
 
 COMBINERS = (Add, Mul, Min, Max)
@@ -56,16 +57,19 @@ def _reducer(block: Block) -> tuple[CommReducer, list, list]:
     if len(updates) == 1 and isinstance(values[0], COMBINERS):
         other = _combined_with(values[0], own[0])
         if other is not None:
+            _check_identity(block, identity, [_IDENTITIES[type(values[0])](values[0].dtype)])
             x, y = Var("x0", values[0].dtype), Var("y0", values[0].dtype)
             return CommReducer((x,), (y,), (type(values[0])(x, y),), identity), [other], updates
     # two buffers summed together (a layer norm's sum and sum of squares): TVM's tuple-sum reducer
     others = [_combined_with(v, o) if isinstance(v, Add) else None for v, o in zip(values, own)]
     if len(updates) == 2 and all(o is not None for o in others):
+        _check_identity(block, identity, [const(0, v.dtype) for v in values])
         xs = tuple(Var(f"x{i}", v.dtype) for i, v in enumerate(values))
         ys = tuple(Var(f"y{i}", v.dtype) for i, v in enumerate(values))
         return CommReducer(xs, ys, tuple(Add(x, y) for x, y in zip(xs, ys)), identity), others, updates
     # several buffers (argmax, argmin): each new value selects the buffer's own or another value
     if all(isinstance(v, Select) and structural_equal(v.true_value, o) for v, o in zip(values, own)):
+        _check_identity(block, identity, _selection_identity(values, own))
         others = [v.false_value for v in values]
         xs = tuple(Var(f"x{i}", v.dtype) for i, v in enumerate(values))
         ys = tuple(Var(f"y{i}", v.dtype) for i, v in enumerate(values))
@@ -74,6 +78,37 @@ def _reducer(block: Block) -> tuple[CommReducer, list, list]:
         return CommReducer(xs, ys, result, identity), others, updates
     raise TVMSError(f"LowerCrossThreadReduction: the update of block {block.name_hint!r} is not a sum, "
                     f"product, min, max, a selection (argmax) or two sums of the buffers and the values")
+
+
+# what each combiner's buffer must start from, as TVM's reducers have it (another start would be
+# counted once by every thread: TVM refuses it, "No matched reducer")
+_IDENTITIES = {Add: lambda dtype: const(0, dtype), Mul: lambda dtype: const(1, dtype),
+               Min: max_value, Max: min_value}
+
+
+def _selection_identity(values: list, own: list) -> list | None:
+    """The start of an argmax (the index -1, the value the lowest of its type) or an argmin (the
+    highest), told by the comparison that keeps the value buffer's own value; None for other
+    selections."""
+    if len(values) != 2:
+        return None
+    cond, mine = values[1].condition, own[1]
+    for op, keeps_larger in ((GT, True), (GE, True), (LT, False), (LE, False)):
+        if isinstance(cond, op) and (structural_equal(cond.a, mine) or structural_equal(cond.b, mine)):
+            larger = keeps_larger == structural_equal(cond.a, mine)
+            dtype = values[1].dtype
+            return [const(-1, values[0].dtype), min_value(dtype) if larger else max_value(dtype)]
+    return None
+
+
+def _check_identity(block: Block, identity: tuple, expected: list | None) -> None:
+    if expected is None or len(expected) != len(identity) or not all(
+            isinstance(e, (IntImm, FloatImm)) and type(i) is type(e) and i.dtype == e.dtype and i.value == e.value
+            for i, e in zip(identity, expected)):
+        want = "not known for this selection" if expected is None else ", ".join(e.script() for e in expected)
+        raise TVMSError(f"LowerCrossThreadReduction: block {block.name_hint!r} initializes its reduction "
+                        f"with {', '.join(i.script() for i in identity)}, not its reducer's identity ({want}): "
+                        f"each thread would count it once (TVM finds no matched reducer either)")
 
 
 def _combined_with(value: PrimExpr, own: BufferLoad) -> PrimExpr | None:
