@@ -19,12 +19,15 @@ demo: $(STAMP)
 	$(BIN)/tvms run examples/mlp.tvms --entry forward --random-inputs --shape n=4 --time
 
 # `test` draws the same Hypothesis examples every run (profile ci, tests/conftest.py); `test-all`
-# and `fuzz` draw fresh ones.
+# and `fuzz` draw fresh ones. The tests run on one worker process a core (pytest-xdist), at most
+# 8 (each holds a few hundred MB); TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS) --maxprocesses=8
 test: $(STAMP)
-	$(BIN)/python -m pytest tests -q --hypothesis-profile=ci
+	$(BIN)/python -m pytest tests -q --hypothesis-profile=ci $(XDIST)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest tests -q --runslow --hypothesis-profile=fuzz
+	$(BIN)/python -m pytest tests -q --runslow --hypothesis-profile=fuzz $(XDIST)
 
 FUZZ_INPUTS ?= 20000
 fuzz: $(STAMP)
