@@ -32,7 +32,7 @@ GPU_NAMES = (
     "common_subexpr_elim", "cuda_target_attr", "finalize_kernels", "inject_double_buffer", "inject_permuted_layout", "inject_ptx_async_copy",
     "inject_software_pipeline",
     "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_auto_copy", "lower_cross_thread_reduction", "lower_for_cuda",
-    "lower_for_cuda_tirx", "lower_thread_allreduce", "lower_tirx", "lower_tirx_opaque", "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device",
+    "lower_thread_allreduce", "lower_tirx", "lower_tirx_opaque", "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device",
     "storage_rewrite", "thread_sync", "transform_mma_buffer_layout", "unify_thread_binding",
 )
 __getattr__, __dir__, _load_gpu = lazy_names(__name__, globals(), {name: (".gpu", name) for name in GPU_NAMES})

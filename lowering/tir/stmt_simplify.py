@@ -8,12 +8,14 @@ branch that runs. The value of an integer ``let`` is put in place of its variabl
 ``>=`` ``<=``), as TVM writes comparisons; a product of constants and an added zero fold (what a
 loop of one iteration left).
 Other expressions are kept. ``stmt_simplify(func, values=True)`` (the tirx pipeline's, nearer
-TVM's) also simplifies the integer values ``let`` binds (``blockIdx.x`` launched once is 0, the
-integer arguments of a call in one too) and drops a store of a buffer's own element
-(``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline keeps what it printed before.
+TVM's) also simplifies the integer values ``let`` binds and stores (``blockIdx.x`` launched once
+is 0) and the integer arguments of calls (``16 >> 2`` an unrolled loop left is 4), and drops a
+store of a buffer's own element (``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline
+keeps what it printed before.
 """
 from __future__ import annotations
 
+from ...ir.arith.bitwise import INTRINSICS, bitwise_binary
 from ...ir.expr import GE, GT, LE, LT, Add, BufferLoad, Call, CommReducer, IntImm, Mul, PrimExpr, Var, const, is_const_int, wrap_int
 from ...ir.function import PrimFunc
 from ...ir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, Stmt
@@ -21,6 +23,9 @@ from ...ir.structural import structural_equal
 from ...ir.visitor import walk
 from .loop_ranges import LoopRangeMutator
 from .tir_pass import define_tir_pass
+
+
+_BITWISE = {name: symbol for symbol, name in INTRINSICS.items() if symbol != "~"}  # (intrinsic -> operator)
 
 
 class _StmtSimplifier(LoopRangeMutator):
@@ -60,10 +65,26 @@ class _StmtSimplifier(LoopRangeMutator):
         return value
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
-        store = BufferStore(store.buffer, self.visit(store.value), tuple(self.index(i) for i in store.indices))
+        value = self.visit(store.value)
+        if self.values and value.dtype.is_integer and value.dtype.lanes == 1 and _pure(value):
+            value = self.bound_value(value)  # (an integer stored: simplified as TVM's simplifier does)
+        store = BufferStore(store.buffer, value, tuple(self.index(i) for i in store.indices))
         if self.values and _reads_itself(store):
             return Evaluate(const(0, "int32"))
         return store
+
+    def visit_Call(self, call: Call) -> PrimExpr:
+        call = self.generic_visit(call)
+        if not self.values:
+            return call
+        args = tuple(self.analyzer.simplify(a) if isinstance(a, PrimExpr) and a.dtype.is_integer
+                     and a.dtype.lanes == 1 and _pure(a) else a for a in call.args)
+        symbol = _BITWISE.get(getattr(call.op, "name", ""))
+        if symbol is not None and len(args) == 2 and all(isinstance(a, IntImm) for a in args):
+            folded = bitwise_binary(symbol, *args)  # (``16 >> k`` of a loop UnrollLoop unrolled)
+            if isinstance(folded, IntImm):
+                return folded
+        return call if all(a is b for a, b in zip(args, call.args)) else call.with_changes(args=args)
 
     def visit_Mul(self, e: Mul) -> PrimExpr:
         e = self.generic_visit(e)
@@ -100,9 +121,15 @@ class _StmtSimplifier(LoopRangeMutator):
 
 
 def _reads_itself(store: BufferStore) -> bool:
+    """Whether ``store`` writes back the element it reads: the same buffer (two views of one
+    allocation at other offsets, shapes or strides are other elements), the same indices."""
     value = store.value
-    return (isinstance(value, BufferLoad) and value.buffer.data is store.buffer.data
-            and structural_equal(tuple(value.indices), tuple(store.indices)))
+    if not isinstance(value, BufferLoad):
+        return False
+    a, b = value.buffer, store.buffer
+    same = a is b or (a.data is b.data and a.dtype == b.dtype and structural_equal(
+        (a.elem_offset, tuple(a.shape), tuple(a.strides)), (b.elem_offset, tuple(b.shape), tuple(b.strides))))
+    return same and structural_equal(tuple(value.indices), tuple(store.indices))
 
 
 def _pure(e: PrimExpr) -> bool:

@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ...ir import stmt as S
-from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
-from ...ir.visitor import Mutator, collect
+from ...ir.visitor import Mutator
 from ..transform import PassContext
 from .canonicalize_loop import canonicalize_loop
 from .flatten_buffer import flatten_buffer
@@ -29,34 +28,13 @@ from .gpu.narrow_data_type import narrow_data_type
 from .gpu.thread_binding import unify_thread_binding
 from .legalize_narrow import legalize_narrow
 from .lower_intrin import lower_intrin
-from .lower_opaque_block import lower_opaque_block
+from .lower_tirx_opaque import lower_tirx_opaque, refuse_blocks
 from .pipeline import check_lowered
 from .stmt_simplify import stmt_simplify
-from .tir_pass import define_tir_pass
 from .unroll_loop import unroll_loop_in_context
 from .vectorize_loop import vectorize_loop
 
 Step = tuple[str, Callable[[PrimFunc], PrimFunc]]  # (TVM's pass name, what tvms runs for it)
-
-
-def refuse_blocks(func: PrimFunc, pipeline: str = "tirx") -> None:
-    """A TVMSError when ``func`` holds blocks: the tirx pipeline lowers no ``T.sblock``."""
-    blocks = sorted(collect(func.body, S.Block), key=lambda b: b.name_hint == "root")  # (a named one first)
-    if blocks:
-        name = func.attrs.get("global_symbol", "the function")
-        raise TVMSError(f"the {pipeline} TIR pipeline lowers tirx kernels, which have no blocks; {name} has the "
-                        f"block {blocks[0].name_hint!r} (compile scheduled TensorIR with tir_pipeline='s_tir', "
-                        f"the default)")
-
-
-def lower_tirx_opaque(func: PrimFunc) -> PrimFunc:
-    """TVM's LowerTIRxOpaque: LowerOpaqueBlock's part that is not about blocks (a thread-bound
-    loop becomes a thread launch, a unit loop its body, ``pragma_*`` annotations attributes)."""
-    refuse_blocks(func)
-    return lower_opaque_block(func)
-
-
-LowerTIRxOpaque = define_tir_pass("tirx.LowerTIRxOpaque", lower_tirx_opaque)
 
 
 def _without_vectorizing(func: PrimFunc) -> PrimFunc:
@@ -113,5 +91,4 @@ def lower_for_codegen_tirx(func: PrimFunc) -> PrimFunc:
     return func
 
 
-__all__ = ["LowerTIRxOpaque", "lower_for_codegen_tirx", "lower_tirx_opaque", "refuse_blocks", "run_steps",
-           "tirx_steps"]
+__all__ = ["lower_for_codegen_tirx", "run_steps", "tirx_steps"]

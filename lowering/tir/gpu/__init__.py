@@ -25,13 +25,12 @@ from .storage_rewrite import StorageRewrite, storage_rewrite
 from .thread_binding import LiftThreadBinding, UnifyThreadBinding, lift_thread_binding, unify_thread_binding
 from .thread_sync import ThreadSync, thread_sync
 from .transform_mma_buffer_layout import TransformMmaBufferLayout, transform_mma_buffer_layout
-from ..tirx_pipeline import LowerTIRxOpaque, lower_tirx_opaque  # (with the GPU passes it needs)
-from .tirx_pipeline import lower_for_cuda_tirx
+from ..lower_tirx_opaque import LowerTIRxOpaque, lower_tirx_opaque
 
 __all__ = [
     "AnnotateEntryFunc", "CommonSubexprElim", "InjectDoubleBuffer", "InjectPTXAsyncCopy", "InjectPermutedLayout", "InjectSoftwarePipeline", "InjectVirtualThread", "LiftThreadBinding", "LowerAsyncDMA", "LowerAutoCopy", "LowerCrossThreadReduction",
     "LowerThreadAllreduce", "LowerTIRx", "LowerTIRxOpaque", "LowerWarpMemory", "ManifestSharedMemoryLocalStage", "MergeSharedMemoryAllocations", "NarrowDataType",
     "SplitHostDevice", "StorageRewrite", "ThreadSync", "TransformMmaBufferLayout", "UnifyThreadBinding", "annotate_entry_func", "common_subexpr_elim", "cuda_target_attr",
-    "finalize_kernels", "inject_double_buffer", "inject_permuted_layout", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_auto_copy", "lower_cross_thread_reduction", "lower_for_cuda", "lower_for_cuda_tirx", "lower_thread_allreduce", "lower_tirx", "lower_tirx_opaque",
+    "finalize_kernels", "inject_double_buffer", "inject_permuted_layout", "inject_ptx_async_copy", "inject_software_pipeline", "inject_virtual_thread", "lift_thread_binding", "lower_async_dma", "lower_auto_copy", "lower_cross_thread_reduction", "lower_for_cuda", "lower_thread_allreduce", "lower_tirx", "lower_tirx_opaque",
     "lower_warp_memory", "manifest_shared_memory_local_stage", "merge_shared_memory_allocations", "narrow_data_type", "split_for_cuda", "split_host_device", "storage_rewrite", "thread_sync", "transform_mma_buffer_layout", "unify_thread_binding",
 ]

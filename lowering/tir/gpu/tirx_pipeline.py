@@ -13,7 +13,8 @@ from __future__ import annotations
 from ....ir.function import PrimFunc
 from ....ir.module import IRModule
 from ....ir.target import Target
-from ..tirx_pipeline import refuse_blocks, run_steps, tirx_steps
+from ..lower_tirx_opaque import refuse_blocks
+from ..tirx_pipeline import run_steps, tirx_steps
 from .annotate_entry_func import annotate_entry_func
 from .pipeline import bind_cuda_target, finalize_kernels, vectorize_with_scalar_guards
 from .split_host_device import split_host_device
