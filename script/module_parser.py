@@ -19,7 +19,7 @@ from .diagnostics import did_you_mean, error, span_of
 from .dialect import CLASSIC, TVM_027, Dialect, detect_dialect
 from .nesting import check_nesting
 from .parser import parse_syntax
-from .tensorir.attrs import freeze_value
+from .tensorir.attrs import freeze_value, norm_attrs
 from ..ir.errors import TVMSError
 from ..ir.deep import deep_recursion
 from .metadata import CONSTANT_KEYS, decode_entry
@@ -170,7 +170,7 @@ class ModuleParser:
                 args = stmt.value.args
                 if len(args) != 1 or not isinstance(args[0], S.DictExpr):
                     raise self.error(stmt, "I.module_attrs takes one dict")
-                attrs.update(self.literal(args[0]))
+                attrs.update(norm_attrs(self.literal(args[0]), self.dialect))  # (keys as the IR spells them)
             elif isinstance(stmt, (S.Pass, S.Import)) or _is_docstring(stmt) \
                     or _module_call(stmt) == "I.module_global_infos":
                 continue

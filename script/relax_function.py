@@ -33,6 +33,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         saved_slots, self.slots = getattr(self, "slots", None), {}
         self.scopes.append({})
         saved_sizes, self.size_scope = self.size_scope, len(self.scopes) - 1  # (a nested function's own)
+        saved_size_names, self.size_names = getattr(self, "size_names", set()), _names_used_as_sizes(fdef.body)
         params = []
         for p in fdef.params:
             if p.annotation is None:
@@ -53,7 +54,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         self.attrs: dict = {}
         blocks, body = self.function_body(fdef)
         self.scopes.pop()
-        self.slots, self.size_scope = saved_slots, saved_sizes
+        self.slots, self.size_scope, self.size_names = saved_slots, saved_sizes, saved_size_names
         # (an annotation that contradicts the body is kept, as TVM keeps it: tvms.compile refuses it)
         body_sinfo = getattr(body, "struct_info", ObjectStructInfo())
         seq = rx.SeqExpr(tuple(blocks), body, body_sinfo, span=self.span(fdef.body[-1]))  # `return`
@@ -210,7 +211,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if annotation is not None:
             declared = self.as_struct_info(self.ev(annotation), annotation)
             self.check_compatible(declared, sinfo, annotation, name)
-            if self.reads_a_size(declared, sinfo):
+            if self.reads_a_size(name, declared, sinfo):
                 sinfo = PrimStructInfo(declared.dtype, TirVar(name, declared.dtype))
                 var = self.new_var(name, sinfo, targets[0])
                 out.append(rx.MatchCast(value, sinfo, var, span=self.span(stmt)))
@@ -219,12 +220,14 @@ class RelaxFunctionBuilder(RelaxBuilder):
         var = self.new_var(name, sinfo, targets[0])
         out.append(rx.VarBinding(value, var, span=self.span(stmt)))
 
-    def reads_a_size(self, declared: StructInfo, inferred: StructInfo) -> bool:
+    def reads_a_size(self, name: str, declared: StructInfo, inferred: StructInfo) -> bool:
         """In TVM 0.27 a scalar int64 variable is a size variable too, as a parameter is
         (``param_var``): one bound to a scalar of unknown value (``n: T.int64 = params[0]``, as
-        LiftTransformParams writes a scalar weight) defines the size ``n``, which the shapes after
-        it use: it is a match_cast to a scalar of value ``n``."""
-        return (self.dialect.name != "classic" and isinstance(declared, PrimStructInfo) and declared.value is None
+        LiftTransformParams writes a scalar weight) and used as a size in the function
+        (``R.Tensor((n,))``) defines the size ``n``: it is a match_cast to a scalar of value
+        ``n``. Used otherwise, it is a plain binding, as TVM's parser makes it."""
+        return (self.dialect.name != "classic" and name in self.size_names
+                and isinstance(declared, PrimStructInfo) and declared.value is None
                 and declared.dtype == DataType("int64") and isinstance(inferred, PrimStructInfo)
                 and inferred.value is None)
 
@@ -277,6 +280,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
 
     def check_compatible(self, declared: StructInfo, inferred: StructInfo, syn: Any, name: str) -> None:
         """An annotation may be more precise than what is inferred, never in conflict with it."""
+        if isinstance(declared, PrimStructInfo) and isinstance(inferred, PrimStructInfo) \
+                and VOID not in (declared.dtype, inferred.dtype) and declared.dtype != inferred.dtype:
+            raise self.error(syn, f"{name!r} is annotated {declared.dtype} but its value is {inferred.dtype}")
         if isinstance(declared, TensorStructInfo) and isinstance(inferred, TensorStructInfo):
             if declared.dtype != VOID and inferred.dtype != VOID and declared.dtype != inferred.dtype:
                 raise self.error(syn, f"{name!r} is annotated {declared.dtype} but its value is {inferred.dtype}")
@@ -427,6 +433,32 @@ def _decorator_kwargs(b: RelaxFunctionBuilder, fdef: S.FunctionDef) -> dict:
         if isinstance(dec, S.Call):
             kwargs.update((k, b.ev(v)) for k, v in dec.kwargs)
     return kwargs
+
+
+_SIZE_CALLS = {"Tensor", "Shape", "Prim", "shape", "prim_value"}  # (R.<name>(...): what reads sizes)
+
+
+def _names_used_as_sizes(stmts: list) -> set[str]:
+    """The names a function body's syntax reads as sizes: in annotations, in the struct info,
+    shapes and scalars it writes (``R.Tensor((n,))``, ``R.shape([n])``) and in arithmetic
+    (``n + 1``: TensorIR's, as TVM 0.27 writes a scalar's value; Relax's is ``R.add``)."""
+    found: set[str] = set()
+    stack: list = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif isinstance(node, S.Syn):
+            path = dotted(node.func) if isinstance(node, S.Call) else None
+            if isinstance(node, (S.BinOp, S.UnaryOp, S.Compare, S.BoolOp, S.NotOp)) or path is not None \
+                    and path.split(".")[0] in ("R", "relax") and path.split(".")[-1] in _SIZE_CALLS:
+                found.update(_names_in(node))
+                continue
+            annotation = getattr(node, "annotation", None) if isinstance(node, (S.AnnAssign, S.Param)) \
+                else node.returns if isinstance(node, S.FunctionDef) else None
+            found.update(_names_in(annotation) if annotation is not None else ())
+            stack.extend(getattr(node, name) for name in type(node).__slots__)
+    return found
 
 
 def _is_dataflow(stmt: S.With) -> bool:

@@ -15,6 +15,7 @@ from ..ir.dtype import DataType
 from ..ir.expr import IntImm, Op, PrimExpr, Var as TirVar
 from ..ir.index_map import IndexMap
 from ..ir.module import GlobalVar
+from ..ir.node import Node, walk_fields
 from ..ir.structural import structural_equal
 from ..ir.visitor import collect
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
@@ -49,6 +50,7 @@ class RelaxPrinter(TIRPrinter):
         self.typevar_used = False  # a function printed before declared TypeVars
         self.module_level = False  # printing a module's R.ExternFunc line, outside any function
         self.own: set = set()  # ids of the sizes the function's scalar parameters are
+        self.sized: set = set()  # ids of the sizes the function's text reads as sizes (_sizes_read)
 
     # ---------------------------------------------------------------- TensorIR inside Relax
     def ex_int(self, e: IntImm):
@@ -316,6 +318,7 @@ class RelaxPrinter(TIRPrinter):
         sizes = []
         own = {id(v) for v in own_sizes(f.params)}  # (parameters that are their size variables)
         outer_own, self.own = self.own, own  # (TVM 0.27 quotes a compound size of other sizes)
+        outer_sized, self.sized = self.sized, _sizes_read(f)
         if self.d.name == "classic":  # the sizes are named first: a parameter may take `m_1`
             sizes = [v for v in _symbolic_vars([p.struct_info for p in f.params] + [f.ret_struct_info])
                      if self.namer.get(v) is None and id(v) not in self.typevars and id(v) not in own]
@@ -352,7 +355,7 @@ class RelaxPrinter(TIRPrinter):
         self.cls_wanted = outer_cls
         self.indent -= 1
         self.namer.pop()
-        self.func_frame, self.own = outer_frame, outer_own
+        self.func_frame, self.own, self.sized = outer_frame, outer_own, outer_sized
 
     def param_name(self, p: rx.Var, own: set) -> str:
         name = self.namer.define(p, p.name)
@@ -440,14 +443,12 @@ class RelaxPrinter(TIRPrinter):
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
 
     def reads_a_size(self, b: rx.MatchCast) -> bool:
-        """A match_cast that TVM 0.27 writes as a scalar binding: a scalar int64 of unknown value
-        matched to a new size variable of the binding's name (the parser's ``reads_a_size``); the
-        classic text names the size once, quoted, as a parameter's (``n: R.Prim(value="n")``)."""
-        size = b.struct_info.value if isinstance(b.struct_info, PrimStructInfo) else None
-        inferred = getattr(b.value, "struct_info", None)
-        return (isinstance(size, TirVar) and size.name == b.var.name
-                and size.dtype == DataType("int64") and self.namer.get(size) is None
-                and isinstance(inferred, PrimStructInfo) and inferred.value is None)
+        """A match_cast that TVM 0.27 writes as a scalar binding (``_defines_a_size``) whose size
+        the function then uses as one (the parser's ``reads_a_size``: unused, the binding would
+        read back as a plain one); the classic text names the size once, quoted, as a
+        parameter's (``n: R.Prim(value="n")``)."""
+        return (_defines_a_size(b) and self.namer.get(b.struct_info.value) is None
+                and (self.d.name == "classic" or id(b.struct_info.value) in self.sized))
 
     def if_binding(self, b: rx.VarBinding) -> None:
         value = b.value
@@ -480,6 +481,44 @@ def _states_own_sinfo(c: rx.Call) -> bool:
     """The calls whose bound variable prints without annotation (``R.call_tir``,
     ``R.call_dps_packed``), as TVM prints them."""
     return isinstance(c.op, Op) and relax_op.spec_of(c.op).script_name in _CALLS_STATING_OWN_SINFO
+
+
+def _defines_a_size(b: Any) -> bool:
+    """A match_cast of a scalar int64 of unknown value to a new size of the variable's name."""
+    if not isinstance(b, rx.MatchCast) or not isinstance(b.struct_info, PrimStructInfo):
+        return False
+    size, inferred = b.struct_info.value, getattr(b.value, "struct_info", None)
+    return (isinstance(size, TirVar) and size.name == b.var.name and size.dtype == DataType("int64")
+            and isinstance(inferred, PrimStructInfo) and inferred.value is None)
+
+
+def _sizes_read(f: rx.Function) -> set:
+    """The ids of the sizes a function's TVM 0.27 text reads as sizes (what the parser's
+    ``_names_used_as_sizes`` finds): those in the struct info it writes (annotations,
+    match_casts, sinfo_args, nested signatures; a scalar's has no value in that text), its
+    shapes, and the scalars it computes (``n + 1``; a bare ``n`` reads the variable); not the
+    struct info of a size's own ``n: T.int64 = ...``, nor inferred ones (not written)."""
+    found: set = set()
+    stack: list = [f.body, f.ret_struct_info]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (tuple, list)):
+            stack.extend(node)
+        elif isinstance(node, TirVar):
+            found.add(id(node))
+        elif isinstance(node, PrimStructInfo) or isinstance(node, rx.PrimValue) and isinstance(node.value, TirVar):
+            continue
+        elif isinstance(node, (rx.VarBinding, rx.MatchCast)):
+            stack.append(node.value)
+            if not _defines_a_size(node):
+                stack.append(node.var.struct_info)
+                stack.append(getattr(node, "struct_info", None))
+        elif isinstance(node, Node) and not isinstance(node, rx.Var):
+            if isinstance(node, rx.Function):
+                stack.extend(p.struct_info for p in node.params)
+            stack.extend(getattr(node, name) for name, _, _ in walk_fields(type(node))
+                         if not (name == "struct_info" and isinstance(node, rx.RelaxExpr)))
+    return found
 
 
 def _is_void(s: StructInfo) -> bool:

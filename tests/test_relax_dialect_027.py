@@ -12,6 +12,7 @@ from tvms.ir.function import PrimFunc
 from tvms.ir.print_order import tvm_function_order
 from tvms.ir.relax import ExternFunc
 from tvms.ir.struct_info import FuncStructInfo, ObjectStructInfo, TensorStructInfo
+from tvms.ir.errors import ScriptError
 from tvms.script import from_source
 from tvms.script.dialect import detect_dialect, tvm027_marker
 from tvms.script.formatting import format_script
@@ -150,3 +151,70 @@ def test_tvms_order_ranks_kinds_then_names_with_main_last() -> None:
     extern = ExternFunc("ext")
     items = [("main", prim), ("b", relax_main), ("z", extern), ("a", relax_main), ("y", prim)]
     assert [name for name, _ in tvm_function_order(items)] == ["y", "z", "a", "b", "main"]
+
+
+# ---- a scalar int64 bound in TVM 0.27 text ("n: T.int64 = ..."): a size only where it is used as one
+
+SCALAR_BINDINGS = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32"), p: R.Tuple(R.Prim("int64"), R.Tensor(dtype="float32", ndim=1))) -> R.Tuple(R.Prim("int64"), R.Prim("int64"), R.Prim("int64")):
+        k: R.Prim("int64") = R.call_pure_packed("f", x, sinfo_args=(R.Prim("int64"),))
+        j: R.Prim("int64") = p[0]
+        i: R.Prim("int64") = j
+        n: R.Prim(value="n") = R.match_cast(p[0], R.Prim(value="n"))
+        w: R.Tensor((n,), dtype="float32") = R.match_cast(p[1], R.Tensor((n,), dtype="float32"))
+        m: R.Prim(value="m") = R.match_cast(p[0], R.Prim(value="m"))
+        s: R.Prim("int64") = R.prim_value(m + 1)
+        return (k, i, s)
+'''
+
+
+def _bindings(mod: IRModule) -> dict:
+    from tvms.ir import relax as rx
+
+    return {b.var.name: type(b).__name__ for block in mod["main"].body.blocks for b in block.bindings
+            if isinstance(b, (rx.VarBinding, rx.MatchCast))}
+
+
+def test_a_scalar_binding_is_a_match_cast_only_where_its_name_is_a_size() -> None:
+    """TVM 0.27 writes ``n: T.int64 = value`` both for a plain binding of a scalar and for one
+    that defines the size ``n`` (a match_cast, as LiftTransformParams makes): read back, it is a
+    match_cast only where the function uses ``n`` as a size (a shape, arithmetic), a plain binding
+    elsewhere, as TVM's parser makes it; so classic -> 0.27 -> classic keeps every binding."""
+    mod = from_source(SCALAR_BINDINGS)
+    text = mod.script(dialect="tvm-0.27")
+    for line in ("k: T.int64 = R.call_pure_packed(", "j: T.int64 = p[0]", "i: T.int64 = j", "n: T.int64 = p[0]",
+                 "m: T.int64 = p[0]", "s: T.int64 = m + 1"):
+        assert line in text
+    again = from_source(text)
+    assert _bindings(again) == {"k": "VarBinding", "j": "VarBinding", "i": "VarBinding", "n": "MatchCast",
+                                "w": "MatchCast", "m": "MatchCast", "s": "VarBinding"}
+    assert structural_equal(again, mod) and again.script(dialect="classic") == mod.script(dialect="classic")
+    assert again.script(dialect="tvm-0.27") == text
+
+
+def test_a_size_matched_but_never_used_keeps_its_match_cast_in_tvm027_text() -> None:
+    """A match_cast to a size the function never uses is no ``n: T.int64 = value`` in TVM 0.27
+    text (that reads back as a plain binding): it stays a match_cast (0.27 writes a scalar's
+    struct info without its value)."""
+    mod = from_source(SCALAR_BINDINGS.replace("w: R.Tensor((n,)", "w: R.Tensor((4,)").replace(
+        'R.Tensor((n,), dtype="float32"))', 'R.Tensor((4,), dtype="float32"))'))
+    text = mod.script(dialect="tvm-0.27")
+    assert "n: T.int64 = R.match_cast(p[0], T.int64)" in text
+    assert _bindings(from_source(text))["n"] == "MatchCast"
+
+
+@pytest.mark.parametrize("annotation", ["T.int64", 'R.Prim("int64")'])
+def test_a_scalar_annotated_with_another_dtype_than_its_value_is_refused(annotation: str) -> None:
+    text = SCALAR_BINDINGS.replace('k: R.Prim("int64") = R.call_pure_packed("f", x, sinfo_args=(R.Prim("int64"),))',
+                                   f'k: {annotation} = R.call_pure_packed("f", x, sinfo_args=(R.Prim("int32"),))')
+    if annotation == "T.int64":
+        text = "# from tvm.script import tirx as T\n" + text
+    with pytest.raises(ScriptError, match="'k' is annotated int64 but its value is int32") as err:
+        from_source(text)
+    line = 9 if annotation == "T.int64" else 8
+    assert str(err.value).startswith(f"<string>:{line}:12: error:") and f"k: {annotation} =" in str(err.value)

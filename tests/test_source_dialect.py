@@ -171,3 +171,18 @@ def test_a_tir_key_in_tvm027_text_is_another_key_than_its_tirx_namesake() -> Non
     again = from_source(classic)
     assert again.source_dialect == "classic" and structural_equal(again, mod)
     assert again.script(dialect="tvm-0.27") + "\n" == expected
+
+
+def test_a_tir_key_of_module_attrs_in_tvm027_text_is_another_key_too() -> None:
+    """``I.module_attrs`` reads its keys as function attributes do: TVM 0.27 prints a "tir." key
+    back as written, beside its "tirx." namesake (tests/fixtures/unrenamed_attr_key, TVM's text)."""
+    folder = FIXTURES / "unrenamed_attr_key"
+    mod = from_source((folder / "input_module.tvms").read_text())
+    expected = (folder / "expected_module.tvms").read_text()
+    assert mod.script(dialect="tvm-0.27") + "\n" == expected
+    unrenamed = dialect.UNRENAMED_KEY_PREFIX
+    assert dict(mod.attrs) == {unrenamed + "tir.x": 1, "tir.x": 2, "y": 3}
+    classic = mod.script(dialect="classic")
+    assert f'"{unrenamed}tir.x": 1' in classic and '"tir.x": 2' in classic
+    again = from_source(classic)
+    assert structural_equal(again, mod) and again.script(dialect="tvm-0.27") + "\n" == expected

@@ -99,19 +99,27 @@ class FakeTimes(ms.runner.Runner):
 
     def __init__(self, interrupt_at: int | None = None) -> None:
         self.calls, self.interrupt_at = 0, interrupt_at
+        self.artifacts: set = set()  # (every artifact sent)
 
     def run(self, runner_inputs):
         self.calls += 1
         if self.calls == self.interrupt_at:
             raise KeyboardInterrupt
         assert all(os.path.isfile(inp.artifact_path) for inp in runner_inputs)
+        self.artifacts.update(inp.artifact_path for inp in runner_inputs)
         secs = 1e-3 if self.calls == 1 else 1e-4
         return [RunnerFuture(lambda: True, lambda: RunnerResult([secs])) for _ in runner_inputs]
 
 
-def tune(work_dir, runner, builder) -> None:
+def tune(work_dir, runner, builder, measure_callbacks="default") -> None:
     ms.tune_tir(matmul(16), TARGET, str(work_dir), 4, num_trials_per_iter=2, seed=0, strategy="replay-trace",
-                cost_model="random", builder=builder, runner=runner, progress=None, task_scheduler="round-robin")
+                cost_model="random", builder=builder, runner=runner, progress=None, task_scheduler="round-robin",
+                measure_callbacks=measure_callbacks)
+
+
+def keeping_callbacks() -> list:
+    """The default callbacks but ``RemoveBuildArtifact``: the run keeps its artifacts."""
+    return [ms.measure_callback.AddToDatabase(), ms.measure_callback.UpdateCostModel()]
 
 
 def test_the_loop_removes_every_artifact_it_built(temp_folder, tmp_path, monkeypatch) -> None:
@@ -159,3 +167,50 @@ def test_tvms_tune_leaves_nothing(tmp_path) -> None:
                          timeout=300)
     assert run.returncode == 0, run.stderr
     assert left_in(folder) == []
+
+
+def export_to_users_folder(rt_mod):
+    """A user's export: each library in a folder of its own under $KEEP_FOLDER."""
+    folder = tempfile.mkdtemp(dir=os.environ["KEEP_FOLDER"])
+    path = os.path.join(folder, "mod.so")
+    rt_mod.export_library(path)
+    return path
+
+
+def test_a_run_without_remove_build_artifact_keeps_the_users_exports(temp_folder, tmp_path, monkeypatch) -> None:
+    """Without ``RemoveBuildArtifact`` nothing built is removed: not the measured batches, not the
+    best and the default schedule timed again in turns (``_confirm_best``), not their folders."""
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    monkeypatch.setenv("KEEP_FOLDER", str(keep))
+    confirmed = []
+    real = TaskScheduler._confirm_best
+    monkeypatch.setattr(TaskScheduler, "_confirm_best", lambda self, task: confirmed.append(real(self, task)))
+    builder = ms.builder.LocalBuilder(max_workers=2, f_export=export_to_users_folder)
+    try:
+        runner = FakeTimes()
+        tune(tmp_path / "w", runner, builder, keeping_callbacks())
+    finally:
+        builder.shutdown()
+    assert confirmed and runner.calls > 3 and len(runner.artifacts) > 4
+    assert all(os.path.isfile(p) and os.path.dirname(p).startswith(str(keep)) for p in runner.artifacts)
+    assert sorted(keep.rglob("mod.so")) == sorted(map(type(keep), runner.artifacts))
+    assert left_in(temp_folder) == []  # (the workers' scratch folder: gone with the builder)
+    # the default callbacks remove the user's exports (RemoveBuildArtifact says so)
+    runner = FakeTimes()
+    builder = ms.builder.LocalBuilder(max_workers=2, f_export=export_to_users_folder)
+    try:
+        tune(tmp_path / "w2", runner, builder)
+    finally:
+        builder.shutdown()
+    assert runner.artifacts and not any(os.path.exists(p) for p in runner.artifacts)
+
+
+def test_a_builder_made_by_tune_tir_keeps_the_artifacts_of_a_run_that_keeps_them(temp_folder, tmp_path) -> None:
+    """``builder="local"`` shuts down with the run: the artifacts a run without
+    ``RemoveBuildArtifact`` keeps stay in TMPDIR, and nothing else of its workers does."""
+    runner = FakeTimes()
+    tune(tmp_path / "w", runner, "local", keeping_callbacks())
+    assert len(runner.artifacts) > 4 and all(os.path.isfile(p) for p in runner.artifacts)
+    assert sorted(str(temp_folder / p) for p in artifacts_in(temp_folder)) == sorted(runner.artifacts)
+    assert all(os.path.basename(p) == ARTIFACT_NAME or (temp_folder / p).is_dir() for p in left_in(temp_folder))

@@ -6,7 +6,9 @@ travels to a worker as its TVMScript text; the worker builds it with the build d
 the shared library (``export_library``) into a fresh temporary directory, whose path is the
 result. A build that fails, crashes or hangs is a ``BuilderResult`` with ``error_msg``. The
 directories are made in the pool's folder (worker_pool.py): an artifact lasts until it is removed
-(``RemoveBuildArtifact``) or the builder shuts down, whatever its workers left with it.
+(``RemoveBuildArtifact``) or the builder shuts down, whatever its workers left with it;
+``shutdown(keep_artifacts=True)`` (what ``tune_tir`` does to a builder it made, for a run without
+``RemoveBuildArtifact``) leaves the artifacts still there, and only them.
 
 A worker builds under the PassContext settings current where ``build`` is called (its opt_level,
 passes and config, not its instruments): a candidate tuned under ``tirx.use_async_copy`` is
@@ -84,6 +86,7 @@ class LocalBuilder(Builder):
         self.f_build = f_build or default_build
         self.f_export = f_export or default_export
         self.pool = WorkerPool(self.max_workers, timeout_sec, initializer)
+        self.artifact_paths: list[str] = []  # (every artifact built, for shutdown(keep_artifacts=True))
 
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
         futures = []
@@ -97,6 +100,7 @@ class LocalBuilder(Builder):
         for future in futures:
             try:
                 results.append(BuilderResult(self._artifact_path(future.result())))
+                self.artifact_paths.append(results[-1].artifact_path)
             except WorkerError as err:
                 results.append(BuilderResult(None, f"{type(self).__name__}: {err}"))
         return results
@@ -110,8 +114,10 @@ class LocalBuilder(Builder):
         """The artifact's path here, from what the worker returned (its path: the same machine)."""
         return built
 
-    def shutdown(self) -> None:
-        self.pool.shutdown()
+    def shutdown(self, keep_artifacts: bool = False) -> None:
+        """Stop the workers and remove their temporary files: the artifacts too, unless
+        ``keep_artifacts`` (those not removed yet then stay where they are)."""
+        self.pool.shutdown(keep=self.artifact_paths if keep_artifacts else ())
 
 
 def _module_text(mod: Any) -> str:

@@ -51,6 +51,12 @@ class RemoveBuildArtifact(MeasureCallback):
         remove_artifacts(builder_results)
 
 
+def removes_artifacts(callbacks: list) -> bool:
+    """Whether a run with these callbacks removes what it builds; without ``RemoveBuildArtifact``
+    the artifacts are the user's to keep (as in TVM): the scheduler removes none of them."""
+    return any(isinstance(c, RemoveBuildArtifact) for c in callbacks)
+
+
 def remove_artifacts(builder_results: list) -> None:
     """Remove the artifact of each ``BuilderResult`` that has one."""
     for result in builder_results:

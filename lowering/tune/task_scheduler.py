@@ -30,7 +30,7 @@ from ..targets import target_kind
 from .database import FAILED_RUN_SECS, TuningRecord, trace_key
 from .flops import estimate_tir_flops
 from .measure import BuilderInput, MeasureCandidate, RunnerInput, RunnerResult, args_info_of, main_func
-from .measure_callback import RemoveBuildArtifact, remove_artifacts
+from .measure_callback import remove_artifacts, removes_artifacts
 from .tune_context import task_logger
 
 _FAILED_MS = FAILED_RUN_SECS * 1e3
@@ -236,7 +236,7 @@ class TaskScheduler:
         """After the loop ended early (an error, Ctrl-C): the artifacts of the batches no one
         joined, which the callbacks would have removed, are removed now (a runner still reading
         one fails that trial, which is not recorded anyway)."""
-        if not any(isinstance(c, RemoveBuildArtifact) for c in self.measure_callbacks_):
+        if not removes_artifacts(self.measure_callbacks_):
             return
         for task in self.tasks_:
             if task.runner_futures is not None:
@@ -325,8 +325,9 @@ class TaskScheduler:
                     return
                 inputs = [RunnerInput(r.artifact_path, _device(ctx.target), info) for (_, info), r in zip(timed, built)]
                 results = [f.result() for f in self._runner.run(inputs * CONFIRM_ROUNDS)]
-            finally:  # (no callback sees these builds: they are removed here)
-                remove_artifacts(built)
+            finally:  # (no callback sees these builds: removed here when the run removes its artifacts)
+                if removes_artifacts(self.measure_callbacks_):
+                    remove_artifacts(built)
             if any(r.error_msg for r in results):
                 return
             secs = [[s for r in results[k::2] for s in r.run_secs] for k in (0, 1)]

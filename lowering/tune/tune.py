@@ -19,6 +19,7 @@ from ...ir.errors import TVMSError
 from ...ir.function import PrimFunc
 from ...ir.module import IRModule
 from ...ir.target import as_target, host_cores
+from .measure_callback import removes_artifacts
 from .progress import Progress, close_loggers, task_loggers
 from .task_scheduler import GradientBased, TaskScheduler
 from .tune_context import TuneContext
@@ -118,13 +119,16 @@ def tune_tasks(*, tasks: list, task_weights: list, work_dir: str, max_trials_glo
     if progress is not None and not isinstance(progress, Progress):
         progress = Progress(display=progress, work_dir=work_dir)
     scheduler.progress = progress
+    callbacks = _callbacks(measure_callbacks)
     try:
         scheduler.tune(tasks, [float(w) for w in task_weights], max_trials_global, max_trials_per_task,
-                       num_trials_per_iter, builder, runner, _callbacks(measure_callbacks), database, cost_model)
+                       num_trials_per_iter, builder, runner, callbacks, database, cost_model)
     finally:
-        for part, made in zip((builder, runner), made_here):
-            if made:  # the worker processes of a builder or runner made here end with the run
-                part.shutdown()
+        if made_here[0]:  # the worker processes of a builder made here end with the run; the artifacts
+            # stay when the run keeps them (no RemoveBuildArtifact, as in TVM)
+            builder.shutdown(keep_artifacts=not removes_artifacts(callbacks))
+        if made_here[1]:
+            runner.shutdown()
     return database
 
 

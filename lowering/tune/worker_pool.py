@@ -15,7 +15,9 @@ the function is found by module and name in the worker, so it must be defined at
 A worker's temporary files (its ``TMPDIR``: a builder's artifacts, a linker's scratch files) go
 into a directory of the pool's, removed with it at ``shutdown`` or, for a pool nobody shut down,
 when the process ends: what a worker killed midway leaves there (a timeout, a crash, Ctrl-C) goes
-too, where a file of the system's temporary folder would stay behind.
+too, where a file of the system's temporary folder would stay behind. ``shutdown(keep=paths)``
+leaves the files named (a tuning run's artifacts, kept as it asked) where they are, and removes
+the rest.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import traceback
 from collections import deque
 from concurrent.futures import Future
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ...ir.errors import TVMSError
 
@@ -90,8 +92,9 @@ class WorkerPool:
         self._wake()
         return future
 
-    def shutdown(self) -> None:
-        """Stop the workers (tasks still waiting fail)."""
+    def shutdown(self, keep: Iterable[str] = ()) -> None:
+        """Stop the workers (tasks still waiting fail) and remove the scratch directory, but for
+        the files of it named in ``keep`` (the directory then stays, past the process's end)."""
         with self._lock:
             if self._closed:
                 return
@@ -104,7 +107,7 @@ class WorkerPool:
         with self._lock:
             scratch, self._scratch = self._scratch, None
         if scratch is not None:
-            _remove_scratch(scratch)
+            _remove_scratch(scratch, keep)
 
     def scratch_dir(self) -> str:
         """The workers' temporary directory, made on first use."""
@@ -291,9 +294,40 @@ class WorkerPool:
 _SCRATCH_DIRS: set = set()  # the scratch directories of pools not shut down yet
 
 
-def _remove_scratch(directory: str) -> None:
+def _remove_scratch(directory: str, keep: Iterable[str] = ()) -> None:
+    """Remove ``directory`` but for the files named in ``keep`` that lie in it (and the
+    directories on their way); with nothing to keep, the directory goes too."""
     _SCRATCH_DIRS.discard(directory)
-    shutil.rmtree(directory, ignore_errors=True)
+    directory = os.path.abspath(directory)
+    kept = {os.path.abspath(p) for p in keep}
+    kept = {p for p in kept if p.startswith(directory + os.sep) and os.path.isfile(p)}
+    if not kept:
+        shutil.rmtree(directory, ignore_errors=True)
+        return
+    on_the_way = {os.path.dirname(p) for p in kept}
+    for path in list(on_the_way):
+        while path != directory:
+            on_the_way.add(path)
+            path = os.path.dirname(path)
+    for root, dirs, files in os.walk(directory):
+        for name in files:
+            if os.path.join(root, name) not in kept:
+                _remove_quietly(os.path.join(root, name))
+        for name in list(dirs):
+            if os.path.join(root, name) not in on_the_way:
+                dirs.remove(name)  # (not walked into: removed whole)
+                path = os.path.join(root, name)
+                if os.path.islink(path):
+                    _remove_quietly(path)
+                else:
+                    shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 @atexit.register
