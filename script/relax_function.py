@@ -8,7 +8,7 @@ from typing import Any
 from ..ir import relax as rx
 from ..ir.dtype import DataType
 from ..ir.errors import TVMSError
-from ..ir.expr import Op, Var as TirVar
+from ..ir.expr import Op, Var as TirVar, const
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
@@ -201,6 +201,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if isinstance(func, RBuiltin) and func.path == "match_cast":
                 return self.match_cast(stmt, name, value_syn, annotation, out)
         value = self.ev(value_syn)
+        if annotation is not None and _numbers(value):
+            value = _typed_numbers(value, self.as_struct_info(self.ev(annotation), annotation))
         if isinstance(value, NewVar):  # n = T.int64(): a symbolic size (the classic dialect)
             existing = self.lookup_local(name)
             if not isinstance(existing, TirVar):
@@ -433,6 +435,28 @@ def _decorator_kwargs(b: RelaxFunctionBuilder, fdef: S.FunctionDef) -> dict:
         if isinstance(dec, S.Call):
             kwargs.update((k, b.ev(v)) for k, v in dec.kwargs)
     return kwargs
+
+
+def _numbers(value: Any) -> bool:
+    """A bare number, or a tuple of them (``3, 4``)."""
+    if isinstance(value, tuple):
+        return bool(value) and all(_numbers(v) for v in value)
+    return type(value) in (int, float)
+
+
+def _typed_numbers(value: Any, declared: Any) -> Any:
+    """Bare numbers under a scalar's annotation are of the annotation's type, as TVM 0.27 writes an
+    integer scalar of any type (``k: T.int32 = 3``, ``g: R.Tuple(T.int32, T.int64) = 3, 4``)."""
+    if isinstance(value, tuple):
+        if isinstance(declared, TupleStructInfo) and len(declared.fields) == len(value):
+            return tuple(_typed_numbers(v, d) for v, d in zip(value, declared.fields))
+        return value
+    if not isinstance(declared, PrimStructInfo) or declared.dtype == VOID or declared.dtype.lanes != 1:
+        return value
+    dtype = declared.dtype
+    if dtype.is_float or (type(value) is int and dtype.is_integer and not dtype.is_bool):
+        return const(value, dtype)
+    return value
 
 
 _SIZE_CALLS = {"Tensor", "Shape", "Prim", "shape", "prim_value"}  # (R.<name>(...): what reads sizes)

@@ -398,6 +398,23 @@ class RelaxPrinter(TIRPrinter):
         lines += [h for h in self.d.header if (self.ir_used if " ir as I" in h else self.uses_tir)]
         return lines + [RELAX_HEADER]
 
+    def bare_integers(self, value: Any, sinfo: Any) -> str | None:
+        """TVM 0.27 writes an integer scalar bound under its annotation bare, whatever its type
+        (``k: T.int32 = 3``, ``g: R.Tuple(T.int32, T.int64) = 3, 4``; the parser types the
+        numbers by the annotation); None where that does not hold."""
+        def bare(e: Any, info: Any) -> str | None:
+            if (isinstance(e, rx.PrimValue) and isinstance(e.value, IntImm) and not e.value.dtype.is_bool
+                    and isinstance(info, PrimStructInfo) and info.dtype == e.value.dtype):
+                return str(e.value.value)
+            return None
+        if self.d.name == "classic":
+            return None
+        if isinstance(value, rx.Tuple) and len(value.fields) > 1 and isinstance(sinfo, TupleStructInfo) \
+                and len(sinfo.fields) == len(value.fields):
+            items = [bare(f, i) for f, i in zip(value.fields, sinfo.fields)]
+            return ", ".join(items) if all(items) else None
+        return bare(value, sinfo)
+
     def binding(self, b: Any) -> None:
         value = b.value
         if isinstance(value, rx.Function):
@@ -429,7 +446,7 @@ class RelaxPrinter(TIRPrinter):
             name = self.namer.define(b.var, b.var.name)
             self.emit(f"{name}: {self.sinfo(b.var.struct_info)} = {rhs}")
             return
-        rhs = self.rexpr(value, top=True)
+        rhs = self.bare_integers(value, b.var.struct_info) or self.rexpr(value, top=True)
         # a value of nothing bound to a variable of nothing (a call made for its effect, an empty
         # tuple): TVM prints the value alone
         if _is_void(b.var.struct_info) and _is_void(getattr(value, "struct_info", None)):

@@ -266,6 +266,26 @@ def test_a_reduction_that_does_not_start_from_its_identity_is_refused(case, star
         gpu.lower_cross_thread_reduction(func)
 
 
+@pytest.mark.parametrize("init, dtype", [('T.min_value("float32")', "float32"),
+                                         ("T.bfloat16(-340282346638528859811704183484516925440.0)", "bfloat16"),
+                                         ('T.min_value("bfloat16")', "bfloat16")])
+def test_the_identities_tvm_accepts_are_accepted(init: str, dtype: str) -> None:
+    """``T.min_value(...)`` as written by hand, and bfloat16's identity as TVM writes it (float32's
+    lowest, beyond bfloat16's), start a max reduction as TVM's pass takes them."""
+    func = from_source(f'''# from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((128,), "{dtype}"), B: T.Buffer((1,), "{dtype}")):
+    for k in T.thread_binding(128, thread="threadIdx.x"):
+        with T.block("red"):
+            vk = T.axis.reduce(128, k)
+            with T.init():
+                B[0] = {init}
+            B[0] = T.max(B[0], A[vk])
+''')
+    assert "T.comm_reducer" in gpu.lower_cross_thread_reduction(func).script()
+
+
 def test_an_argmax_over_fewer_threads_than_a_warp_computes_its_index() -> None:
     """DLight's argmax on 16 threads: the reduction's shuffles read lanes 16 to 23, outside the
     mask, whose values CUDA leaves undefined and the reduction drops; an index (an integer) has

@@ -218,3 +218,36 @@ def test_a_scalar_annotated_with_another_dtype_than_its_value_is_refused(annotat
         from_source(text)
     line = 9 if annotation == "T.int64" else 8
     assert str(err.value).startswith(f"<string>:{line}:12: error:") and f"k: {annotation} =" in str(err.value)
+
+
+# TVM 0.27's print of R.prim_value of each integer type, a float16 and a tuple (tvm.script.from_source
+# then .script(), with the side virtualenv): integers bare under their annotation, whatever their type
+TYPED_SCALARS = """# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> T.int32:
+        a: T.int64 = 3
+        b: T.int32 = 3
+        c: T.int8 = 3
+        d: T.uint32 = 3
+        e: T.bool = True
+        f: T.float16 = T.float16(3.0)
+        g: R.Tuple(T.int32, T.int64) = 3, 4
+        return b
+"""
+
+
+def test_bare_numbers_take_their_annotations_type_as_tvm_writes_them() -> None:
+    """``k: T.int32 = 3`` is an int32 scalar (it had been refused: a bare 3 read as int64), and
+    prints back as TVM prints it, in both dialects' round trip."""
+    mod = from_source(TYPED_SCALARS)
+    values = {b.var.name: b.value for b in mod["main"].body.blocks[0].bindings}
+    assert [str(values[k].value.dtype) for k in "abcdef"] == ["int64", "int32", "int8", "uint32", "bool", "float16"]
+    assert [str(f.value.dtype) for f in values["g"].fields] == ["int32", "int64"]
+    assert mod.script(dialect="tvm-0.27") == TYPED_SCALARS.rstrip("\n")
+    assert from_source(mod.script(dialect="classic")).script(dialect="tvm-0.27") == TYPED_SCALARS.rstrip("\n")

@@ -158,6 +158,24 @@ def main(A: T.Buffer((8,), "float32")):
         np.testing.assert_array_equal(a, [1, 2, 3, 4, 5, 6, 7, 7])
 
 
+def test_a_shift_in_a_branch_not_taken_is_not_folded() -> None:
+    """Unrolled, ``1 << i`` under ``i < 31`` holds ``1 << 32`` in a branch that is dropped: the
+    tirx simplifier folds only shifts within the type's width (it had refused the kernel)."""
+    text = """# from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((64,), "int32")):
+    for i in T.unroll(40):
+        if i < 31:
+            A[i] = T.shift_left(1, i)
+"""
+    for pipeline in ("s_tir", "tirx"):
+        a = np.zeros(64, "int32")
+        tvms.build(from_source(text), "llvm", pipeline=pipeline)(a)
+        np.testing.assert_array_equal(a[:31], 1 << np.arange(31))
+        assert not a[31:].any()
+
+
 @pytest.mark.parametrize("module", ["tvms.lowering.tir.tirx_pipeline", "tvms.lowering.tir.gpu.tirx_pipeline",
                                     "tvms.lowering.tir.gpu"])
 def test_each_pipeline_module_imports_first_in_a_fresh_process(module: str) -> None:

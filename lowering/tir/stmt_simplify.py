@@ -80,10 +80,11 @@ class _StmtSimplifier(LoopRangeMutator):
         args = tuple(self.analyzer.simplify(a) if isinstance(a, PrimExpr) and a.dtype.is_integer
                      and a.dtype.lanes == 1 and _pure(a) else a for a in call.args)
         symbol = _BITWISE.get(getattr(call.op, "name", ""))
-        if symbol is not None and len(args) == 2 and all(isinstance(a, IntImm) for a in args):
+        if symbol is not None and len(args) == 2 and all(isinstance(a, IntImm) for a in args) \
+                and (symbol not in ("<<", ">>") or 0 <= args[1].value < args[0].dtype.bits):
             folded = bitwise_binary(symbol, *args)  # (``16 >> k`` of a loop UnrollLoop unrolled)
             if isinstance(folded, IntImm):
-                return folded
+                return folded  # (a shift by its width or more stays a call: a branch not taken may hold it)
         return call if all(a is b for a, b in zip(args, call.args)) else call.with_changes(args=args)
 
     def visit_Mul(self, e: Mul) -> PrimExpr:

@@ -17,6 +17,8 @@ thread loops.
 """
 from __future__ import annotations
 
+import math
+
 from ....ir.analysis import substitute
 from ....ir.buffer import Buffer, BufferRegion, decl_buffer
 from ....ir.dtype import DataType
@@ -82,6 +84,7 @@ def _reducer(block: Block) -> tuple[CommReducer, list, list]:
 
 # what each combiner's buffer must start from, as TVM's reducers have it (another start would be
 # counted once by every thread: TVM refuses it, "No matched reducer")
+FLOAT32_MAX = 3.4028234663852886e38
 _IDENTITIES = {Add: lambda dtype: const(0, dtype), Mul: lambda dtype: const(1, dtype),
                Min: max_value, Max: min_value}
 
@@ -103,12 +106,26 @@ def _selection_identity(values: list, own: list) -> list | None:
 
 def _check_identity(block: Block, identity: tuple, expected: list | None) -> None:
     if expected is None or len(expected) != len(identity) or not all(
-            isinstance(e, (IntImm, FloatImm)) and type(i) is type(e) and i.dtype == e.dtype and i.value == e.value
-            for i, e in zip(identity, expected)):
+            i.dtype == e.dtype and _values_of(i) & _values_of(e) for i, e in zip(identity, expected)):
         want = "not known for this selection" if expected is None else ", ".join(e.script() for e in expected)
         raise TVMSError(f"LowerCrossThreadReduction: block {block.name_hint!r} initializes its reduction "
                         f"with {', '.join(i.script() for i in identity)}, not its reducer's identity ({want}): "
-                        f"each thread would count it once (TVM finds no matched reducer either)")
+                        f"each thread would count it once (TVM's pass finds no matched reducer)")
+
+
+def _values_of(e: PrimExpr) -> set:
+    """The values a constant init stands for: a number, or ``T.min_value``/``T.max_value`` of its
+    type; a bfloat16 extreme also as TVM writes it (float32's, -3.40282e38, which TVM's reducer
+    takes as bfloat16's identity). Empty for anything else."""
+    if isinstance(e, (IntImm, FloatImm)):
+        value = e.value
+    elif isinstance(e, Call) and e.op.name in ("tir.min_value", "tir.max_value") and not e.args:
+        value = (min_value if e.op.name == "tir.min_value" else max_value)(e.dtype).value
+    else:
+        return set()
+    if e.dtype.name == "bfloat16" and abs(value) == max_value(e.dtype).value:
+        return {value, math.copysign(FLOAT32_MAX, value)}
+    return {value}
 
 
 def _combined_with(value: PrimExpr, own: BufferLoad) -> PrimExpr | None:
