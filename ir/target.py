@@ -14,6 +14,7 @@ import functools
 import os
 from typing import Any, Callable
 
+from .context_stack import ContextStack
 from .errors import TVMSError
 from .global_info import KIND_DEFAULTS
 from .registry import get_global_func
@@ -69,7 +70,7 @@ _GPU = {"arch": _text, "max_num_threads": _count, "thread_warp_size": _count,
 OPTIONS: dict[str, dict] = {kind: {**_COMMON, **(_CPU if kind in ("llvm", "c") else _GPU)}
                             for kind in KNOWN_KINDS}
 
-_CURRENT: list["Target"] = []
+_CURRENT = ContextStack("tvms_targets")  # (per thread, as TVM's)
 
 
 class Target:
@@ -164,18 +165,19 @@ class Target:
         return thread_count(self.num_cores)
 
     def __enter__(self) -> "Target":
-        _CURRENT.append(self)
+        _CURRENT.push(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _CURRENT.pop()  # (with-statements nest: the innermost leaves first)
+        _CURRENT.pop(self)
 
     @staticmethod
     def current(allow_none: bool = True) -> "Target | None":
         """The innermost target entered with ``with``; None (or an error) when there is none."""
-        if not _CURRENT and not allow_none:
+        current = _CURRENT.current()
+        if current is None and not allow_none:
             raise TVMSError("no target is current (use `with tvms.target.Target(...):`)")
-        return _CURRENT[-1] if _CURRENT else None
+        return current
 
     @staticmethod
     def from_device(device: Any) -> "Target":

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..ir.context_stack import ContextStack
 from ..ir.deep import deep_recursion
 from ..ir.errors import TVMSError
 from ..ir.module import IRModule
@@ -58,10 +58,7 @@ class PassInfo:
 # --------------------------------------------------------------------------- the context
 
 
-# the contexts entered with ``with``, innermost last: a context variable, so that a context one
-# thread enters is not another's (as TVM's are thread-local), and a walk tvms moves to a thread
-# of its own (ir/deep.py) takes the caller's along
-_ENTERED: ContextVar[tuple] = ContextVar("tvms_pass_contexts", default=())
+_ENTERED = ContextStack("tvms_pass_contexts")  # (per thread, as TVM's: ir/context_stack.py)
 
 
 class PassContext:
@@ -85,19 +82,16 @@ class PassContext:
     @staticmethod
     def current() -> "PassContext":
         """The innermost context entered with ``with``, or a default one (opt_level 2)."""
-        entered = _ENTERED.get()
-        return entered[-1] if entered else _DEFAULT_CONTEXT
+        return _ENTERED.current() or _DEFAULT_CONTEXT
 
     def __enter__(self) -> "PassContext":
         for inst in self.instruments:
             _call(inst, "enter_pass_ctx")
-        _ENTERED.set(_ENTERED.get() + (self,))
+        _ENTERED.push(self)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        entered = _ENTERED.get()
-        if entered and entered[-1] is self:
-            _ENTERED.set(entered[:-1])
+        _ENTERED.pop(self)
         for inst in self.instruments:
             _call(inst, "exit_pass_ctx")
 

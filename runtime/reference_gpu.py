@@ -512,9 +512,12 @@ _SHUFFLE_WIDTHS = (1, 2, 4, 8, 16, 32)
 
 def _has_nan(value: Any) -> bool:
     """Whether ``value``'s type can say "undefined" with a NaN (numpy's floats, and ml_dtypes's
-    bfloat16 and narrow floats, whose numpy kind is not "f")."""
+    bfloat16 and narrow floats, whose numpy kind is not "f"; float4/float6 have no NaN)."""
     dtype = np.asarray(value).dtype
-    return dtype.kind == "f" or dtype.name.startswith(("bfloat", "float"))
+    if dtype.kind != "f" and not dtype.name.startswith(("bfloat", "float")):
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(np.asarray(np.nan).astype(dtype).astype(np.float32)))
 
 
 def _shuffle(kind: int, lanes: dict, running: set, waits: list, replies: list, site: Site) -> list:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from statistics import mean
 from typing import Any
 
+from ...ir.context_stack import ContextStack
 from ...ir.errors import TVMSError
 from ...ir.module import IRModule
 from ...ir.structural import structural_equal, structural_hash
@@ -174,19 +175,19 @@ class Database:
         return None if sch is None else sch.mod
 
     def __enter__(self) -> "Database":
-        _CURRENT.append(self)
+        _CURRENT.push(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _CURRENT.pop()
+        _CURRENT.pop(self)
 
     @staticmethod
     def current() -> "Database | None":
         """The innermost database entered with ``with`` (as ``MetaScheduleApplyDatabase`` reads it)."""
-        return _CURRENT[-1] if _CURRENT else None
+        return _CURRENT.current()
 
 
-_CURRENT: list[Database] = []
+_CURRENT = ContextStack("tvms_databases")  # (per thread, as TVM's)
 
 
 class MemoryDatabase(Database):
