@@ -150,3 +150,9 @@ class IRModule:
 
     def __str__(self) -> str:
         return self.script()
+
+
+def offloaded_functions(mod: IRModule) -> dict:
+    """The functions RunCodegen built of ``mod``'s offloaded ones (its ``external_mods``), by
+    symbol: what the module's packed calls of those symbols mean."""
+    return {symbol: fn for made in mod.attrs.get("external_mods", ()) for symbol, fn in made.functions.items()}

@@ -24,7 +24,7 @@ from ..ir.deep import deep_recursion
 from ..ir.errors import TVMSError
 from ..ir.expr import Op
 from ..ir.function import PrimFunc
-from ..ir.module import IRModule
+from ..ir.module import IRModule, offloaded_functions
 from ..ir.name_supply import NameSupply
 from ..ir.node import FrozenDict
 from ..ir.registry import get_global_func
@@ -186,11 +186,13 @@ def compile_key(mod: Any, target: Any, relax_pipeline: Any, **options: Any) -> t
     target, the pipeline's name, then each further option of ``compile`` as a (name, value) pair
     (values with a stable ``repr``), then the current PassContext's settings (``_context_key``:
     a pass it disables or a config switch changes what is made). None when the result cannot be keyed (a pipeline given as a
-    pass object, an input compile rejects)."""
+    pass object, an input compile rejects, a module RunCodegen offloaded from)."""
     if relax_pipeline is not None and not isinstance(relax_pipeline, str):
         return None
     if not isinstance(mod, (PrimFunc, IRModule)):
         return None
+    if isinstance(mod, IRModule) and mod.attrs.get("external_mods"):
+        return None  # (offloaded functions hold what the text does not show: their constants)
     try:
         text = mod.script(show_meta=True) if isinstance(mod, IRModule) else "prim_func\n" + mod.script()
     except Exception:  # (a module the printer cannot print yet is compiled, just not cached)
@@ -384,7 +386,8 @@ def link_executable(mod: IRModule, kernels: Any, artifacts: dict | None = None, 
     lifted_native = {name: f'exec_mode="{exec_mode}"' for name in lifted or {}}
     if lifted and exec_mode == "compiled":  # (the call with cached weights as one native call too)
         lifted_native = lower_lifted_calls(program, native, artifacts or {}, target, lifted)
-    return get_global_func(EXECUTABLE_LOADER)(program, kernels, native, lifted, lifted_native)
+    return get_global_func(EXECUTABLE_LOADER)(program, kernels, native, lifted, lifted_native,
+                                              offloaded_functions(mod))
 
 
 def _with_global_symbols(mod: IRModule, names: list, add: bool) -> IRModule:

@@ -22,7 +22,7 @@ from tvms.ir import relax as rx
 from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
-from tvms.ir.module import GlobalVar, IRModule
+from tvms.ir.module import GlobalVar, IRModule, offloaded_functions
 from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                                  TensorStructInfo, TupleStructInfo)
 
@@ -50,6 +50,8 @@ class Closure:
 class _Interpreter:
     def __init__(self, mod: IRModule):
         self.mod = mod
+        # (the functions RunCodegen offloaded from this module: its calls find them first)
+        self.external = offloaded_functions(mod)
 
     # ---- symbolic sizes and struct info
     def prim(self, e: Any, sizes: dict) -> Any:
@@ -185,7 +187,7 @@ class _Interpreter:
         return self.mod[e]
 
     def x_ExternFunc(self, e: rx.ExternFunc, env: dict) -> Callable:
-        return get_script_func(e.global_symbol)
+        return self.external.get(e.global_symbol) or get_script_func(e.global_symbol)
 
     def x_Function(self, e: rx.Function, env: dict) -> Closure:
         return Closure(e, dict(env))
@@ -225,7 +227,7 @@ class _Interpreter:
 
     def callee(self, e: Any, env: dict) -> Callable:
         if isinstance(e, rx.StringImm):
-            return get_script_func(e.value)
+            return self.external.get(e.value) or get_script_func(e.value)
         fn = self.eval(e, env)
         if not callable(fn):
             raise TVMSError(f"R.call_packed: {fn!r} is not a packed function")

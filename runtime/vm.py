@@ -56,7 +56,8 @@ class Executable:
     ``lifted_native`` (``f`` -> the native code of its call with cached weights, or why none)."""
 
     def __init__(self, program: VMProgram, kernels: Module, native: dict | None = None,
-                 lifted_params: dict | None = None, lifted_native: dict | None = None) -> None:
+                 lifted_params: dict | None = None, lifted_native: dict | None = None,
+                 external: dict | None = None) -> None:
         if not isinstance(program, VMProgram):
             raise TVMSError(f"Executable takes a VMProgram, not {type(program).__name__}")
         called = {inst.func for f in program.functions for inst in f.code
@@ -69,6 +70,9 @@ class Executable:
         self.native = dict(native) if native is not None else {}
         self.lifted_params = dict(lifted_params or {})
         self.lifted_native = dict(lifted_native or {})
+        # the functions RunCodegen offloaded from this module, by symbol: its packed calls find them
+        # here first (as TVM's VM looks in its own imported modules), not another module's of one name
+        self.external = dict(external or {})
         for a in self.native.values():
             if isinstance(a, NativeVMFunction):
                 check_native(a, program)

@@ -182,9 +182,10 @@ def step_of(vm: "VirtualMachine", call: Call, heap_names: tuple) -> Step:
         return function_step
     name = call.func  # packed: looked up at each call (a later registration overrides)
     memory = vm.device_memory  # (on a GPU a host result goes to the device, where kernels read)
+    own = vm.executable.external.get(name)  # (an offloaded function of this module: its own)
 
     def packed_step(regs: list, heap: list) -> None:
-        fn = get_script_func(name)
+        fn = own or get_script_func(name)
         with np.errstate(all="ignore"):
             out = fn(*values(regs, heap))
         if dst is not None:

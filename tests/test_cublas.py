@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 from conftest import FIXTURES
+from test_dispatch import counting_offloaded_calls
 
 import tvms as tvm
 from tvms import TVMSError, relax
@@ -380,17 +381,12 @@ def test_cublaslt_on_the_device_matches_the_host_reference() -> None:
     np.testing.assert_allclose(args[-1].numpy(), want, rtol=1e-4, atol=1e-4)
 
 
-def test_compiled_seed_calls_the_packed_functions(cublas_on_host: None,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The VM calls RunCodegen's functions by name (``f(*inputs, out)``), as it will on CUDA
-    with device tensors."""
+def test_compiled_seed_calls_the_packed_functions(cublas_on_host: None) -> None:
+    """The VM calls RunCodegen's functions by name (``f(*inputs, out)``; the module's own, which
+    its external modules hold), as it will on CUDA with device tensors."""
     mod = relax.transform.RunCodegen()(partition_for_cublas(load("seed000")))
-    calls = []
-    for module in mod.attrs["external_mods"]:
-        for symbol, fn in module.functions.items():
-            monkeypatch.setitem(registry._FUNCTIONS, symbol,
-                                lambda *args, _fn=fn, _s=symbol: (calls.append(_s), _fn(*args))[1])
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    calls: list = []
+    vm = relax.VirtualMachine(tvm.compile(counting_offloaded_calls(mod, calls), target="llvm"), tvm.cpu())
     x, w1, b1, w2 = random_args(mod["forward"], 5)
     got = vm["forward"](*[tvm.nd.array(a) for a in (x, w1, b1, w2)]).numpy()
     np.testing.assert_allclose(got, np.maximum(x @ w1.T + b1, 0) @ w2.T, rtol=1e-4, atol=1e-5)

@@ -280,3 +280,38 @@ def test_an_offloaded_function_cannot_take_the_name_of_a_registered_one() -> Non
             np.testing.assert_array_equal(run_relax(mod, "main", x, w), x @ w)
     finally:
         remove_global_func("test.reach.users")
+
+
+BIASED = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), w: R.Tensor((3, 4), dtype="float32")) -> R.Tensor((2, 4), dtype="float32"):
+        with R.dataflow():
+            y: R.Tensor((2, 4), dtype="float32") = R.matmul(x, w)
+            z: R.Tensor((2, 4), dtype="float32") = R.add(y, R.const(BIAS, "float32"))
+            R.output(z)
+        return z
+'''
+
+
+def test_two_modules_offloading_one_symbol_each_call_their_own() -> None:
+    """Two modules alike but for a constant offload a function of one symbol: each executable
+    (and the reference on each module) calls its own, with its own constant (the second's had
+    replaced the first's by name, and compile's cache, keyed on the text, which does not show
+    the constant, had returned the first executable for the second)."""
+    from tvms.relax.backend import get_patterns_with_prefix
+
+    x, w = np.ones((2, 3), "float32"), np.ones((3, 4), "float32")
+    modules = []
+    for bias in (1, 100):
+        mod = from_source(BIASED.replace("BIAS", str(bias)))
+        mod = tvms.relax.transform.FuseOpsByPattern(get_patterns_with_prefix("cpu_blas"), annotate_codegen=True)(mod)
+        modules.append((bias, tvms.relax.transform.RunCodegen()(mod)))
+    executables = [(bias, mod, tvms.compile(mod, target="llvm")) for bias, mod in modules]
+    assert "call_dps_packed" in modules[0][1].script()
+    for bias, mod, ex in executables:
+        np.testing.assert_array_equal(tvms.relax.VirtualMachine(ex, tvms.cpu())["main"](x, w).numpy(), x @ w + bias)
+        np.testing.assert_array_equal(run_relax(mod, "main", x, w), x @ w + bias)
