@@ -107,8 +107,13 @@ class Executable:
         """Write the kernels, the serialized VM program, the native code of the compiled
         functions and the lifted functions (with the native code of their calls with cached
         weights) as one shared library (``runtime/export.py``); ``tvms.runtime.load_module(path)``
-        gives the Executable back."""
+        gives the Executable back. Functions RunCodegen offloaded to a Python backend (cpu_blas,
+        cuBLAS) have no code to write: such an executable is refused, naming them."""
         from tvms.ir.vm_program import serialize
+
+        if self.external:
+            raise TVMSError(f"export_library: the functions {', '.join(sorted(self.external))} were offloaded "
+                            f"(RunCodegen) to a backend that runs in this process; a library cannot hold them")
 
         from .export import export_library  # (it needs a C compiler: imported when used)
 

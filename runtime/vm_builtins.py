@@ -442,7 +442,8 @@ def _prim_value(vm, call, names) -> Step:
 
 def _get_packed(vm, call, names) -> Step:
     (name,) = _immediates(call, 1)
-    return _writing(call.dst, lambda regs, heap: get_script_func(name))
+    own = vm.executable.external.get(name)  # (an offloaded function of this module: its own)
+    return _writing(call.dst, lambda regs, heap: own or get_script_func(name))
 
 
 def _make_closure(vm, call, names) -> Step:

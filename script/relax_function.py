@@ -201,8 +201,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if isinstance(func, RBuiltin) and func.path == "match_cast":
                 return self.match_cast(stmt, name, value_syn, annotation, out)
         value = self.ev(value_syn)
-        if annotation is not None and _numbers(value):
-            value = _typed_numbers(value, self.as_struct_info(self.ev(annotation), annotation))
+        if annotation is not None and _holds_numbers(value):
+            value = _typed_numbers(value, self.as_struct_info(self.ev(annotation), annotation),
+                                   lambda message: self.error(value_syn, message))
         if isinstance(value, NewVar):  # n = T.int64(): a symbolic size (the classic dialect)
             existing = self.lookup_local(name)
             if not isinstance(existing, TirVar):
@@ -282,6 +283,18 @@ class RelaxFunctionBuilder(RelaxBuilder):
 
     def check_compatible(self, declared: StructInfo, inferred: StructInfo, syn: Any, name: str) -> None:
         """An annotation may be more precise than what is inferred, never in conflict with it."""
+        if isinstance(declared, TupleStructInfo) and isinstance(inferred, TupleStructInfo):
+            if len(declared.fields) != len(inferred.fields):
+                raise self.error(syn, f"{name!r} is annotated a tuple of {len(declared.fields)} fields but its "
+                                      f"value has {len(inferred.fields)}")
+            for field_declared, field_inferred in zip(declared.fields, inferred.fields):
+                self.check_compatible(field_declared, field_inferred, syn, name)
+            return
+        kinds = {type(declared), type(inferred)}
+        if kinds == {PrimStructInfo, TensorStructInfo}:
+            what = {PrimStructInfo: "a scalar", TensorStructInfo: "a tensor"}
+            raise self.error(syn, f"{name!r} is annotated {what[type(declared)]} but its value is "
+                                  f"{what[type(inferred)]}")
         if isinstance(declared, PrimStructInfo) and isinstance(inferred, PrimStructInfo) \
                 and VOID not in (declared.dtype, inferred.dtype) and declared.dtype != inferred.dtype:
             raise self.error(syn, f"{name!r} is annotated {declared.dtype} but its value is {inferred.dtype}")
@@ -344,10 +357,14 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if not isinstance(last, (S.Assign, S.AnnAssign)):
                 raise self.error(last, "a branch ends by assigning the value of the if")
             target = last.targets[0] if isinstance(last, S.Assign) else last.target
-            value = self.normalize(self.to_relax(self.ev(last.value), last.value), bindings)
-            if isinstance(last, S.AnnAssign):
-                self.check_compatible(self.as_struct_info(self.ev(last.annotation), last.annotation),
-                                      value.struct_info, last.annotation, target.id)
+            value = self.ev(last.value)
+            declared = self.as_struct_info(self.ev(last.annotation), last.annotation) \
+                if isinstance(last, S.AnnAssign) else None
+            if declared is not None and _holds_numbers(value):
+                value = _typed_numbers(value, declared, lambda message: self.error(last.value, message))
+            value = self.normalize(self.to_relax(value, last.value), bindings)
+            if declared is not None:
+                self.check_compatible(declared, value.struct_info, last.annotation, target.id)
             span = self.span(last)  # the comments of the last line: its binding's, or the branch's
             self.take_slot()  # (TVM's builder numbers the branch's value, bound or not)
             if not isinstance(value, (*_LEAVES, rx.Tuple)):  # (a tuple of leaves stays, as in TVM)
@@ -437,24 +454,31 @@ def _decorator_kwargs(b: RelaxFunctionBuilder, fdef: S.FunctionDef) -> dict:
     return kwargs
 
 
-def _numbers(value: Any) -> bool:
-    """A bare number, or a tuple of them (``3, 4``)."""
+def _holds_numbers(value: Any) -> bool:
+    """A bare number, or a tuple holding one (``3, 4``, ``x, 5``)."""
     if isinstance(value, tuple):
-        return bool(value) and all(_numbers(v) for v in value)
+        return any(_holds_numbers(v) for v in value)
     return type(value) in (int, float)
 
 
-def _typed_numbers(value: Any, declared: Any) -> Any:
+def _typed_numbers(value: Any, declared: Any, refuse: Any) -> Any:
     """Bare numbers under a scalar's annotation are of the annotation's type, as TVM 0.27 writes an
-    integer scalar of any type (``k: T.int32 = 3``, ``g: R.Tuple(T.int32, T.int64) = 3, 4``)."""
+    integer scalar of any type (``k: T.int32 = 3``, ``g: R.Tuple(T.int32, T.int64) = 3, 4``); an
+    integer out of the type's range is refused (``refuse(message)`` makes the error), as TVM
+    refuses it. (A float type takes an integer too, where TVM asks for ``3.0``.)"""
     if isinstance(value, tuple):
         if isinstance(declared, TupleStructInfo) and len(declared.fields) == len(value):
-            return tuple(_typed_numbers(v, d) for v, d in zip(value, declared.fields))
+            return tuple(_typed_numbers(v, d, refuse) for v, d in zip(value, declared.fields))
         return value
-    if not isinstance(declared, PrimStructInfo) or declared.dtype == VOID or declared.dtype.lanes != 1:
+    if type(value) not in (int, float) or not isinstance(declared, PrimStructInfo) or declared.dtype == VOID \
+            or declared.dtype.lanes != 1:
         return value
     dtype = declared.dtype
-    if dtype.is_float or (type(value) is int and dtype.is_integer and not dtype.is_bool):
+    if dtype.is_float:
+        return const(float(value), dtype)
+    if type(value) is int and dtype.is_integer and not dtype.is_bool:
+        if not dtype.holds_int(value):
+            raise refuse(f"{value} is out of the range of {dtype}")
         return const(value, dtype)
     return value
 

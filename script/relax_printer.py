@@ -399,21 +399,22 @@ class RelaxPrinter(TIRPrinter):
         return lines + [RELAX_HEADER]
 
     def bare_integers(self, value: Any, sinfo: Any) -> str | None:
-        """TVM 0.27 writes an integer scalar bound under its annotation bare, whatever its type
-        (``k: T.int32 = 3``, ``g: R.Tuple(T.int32, T.int64) = 3, 4``; the parser types the
-        numbers by the annotation); None where that does not hold."""
-        def bare(e: Any, info: Any) -> str | None:
+        """TVM 0.27 writes an integer scalar bound under its annotation bare, whatever its type,
+        in tuples too (``k: T.int32 = 3``, ``g: R.Tuple(R.Tensor(...), T.int8) = x, 5``; the parser
+        types the numbers by the annotation); None where nothing is written bare."""
+        def bare(e: Any, info: Any, top: bool) -> str | None:
             if (isinstance(e, rx.PrimValue) and isinstance(e.value, IntImm) and not e.value.dtype.is_bool
                     and isinstance(info, PrimStructInfo) and info.dtype == e.value.dtype):
                 return str(e.value.value)
+            if isinstance(e, rx.Tuple) and e.fields and isinstance(info, TupleStructInfo) \
+                    and len(info.fields) == len(e.fields):
+                items = [bare(f, i, False) for f, i in zip(e.fields, info.fields)]
+                if not any(items):
+                    return None
+                text = ", ".join(item or self.rexpr(f) for item, f in zip(items, e.fields))
+                return f"({text},)" if len(items) == 1 else text if top else f"({text})"
             return None
-        if self.d.name == "classic":
-            return None
-        if isinstance(value, rx.Tuple) and len(value.fields) > 1 and isinstance(sinfo, TupleStructInfo) \
-                and len(sinfo.fields) == len(value.fields):
-            items = [bare(f, i) for f, i in zip(value.fields, sinfo.fields)]
-            return ", ".join(items) if all(items) else None
-        return bare(value, sinfo)
+        return None if self.d.name == "classic" else bare(value, sinfo, True)
 
     def binding(self, b: Any) -> None:
         value = b.value
@@ -484,7 +485,8 @@ class RelaxPrinter(TIRPrinter):
             for block in seq.blocks:
                 self.commented(block, lambda block=block: self.block(block))
             body = seq.body
-        self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {self.rexpr(body, top=True)}"))
+        rhs = self.bare_integers(body, var.struct_info) or self.rexpr(body, top=True)
+        self.commented(seq, lambda: self.emit(f"{name}: {self.sinfo(var.struct_info)} = {rhs}"))
         self.namer.pop()
         self.indent -= 1
 

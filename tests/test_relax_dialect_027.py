@@ -4,6 +4,8 @@ TVM's order. The goldens in fixtures/dialect_relax were printed by Apache TVM 0.
 (fixtures/dialect_relax/make_with_tvm.py, which names the command)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import CORPUS_COPY, FIXTURES
 
@@ -251,3 +253,51 @@ def test_bare_numbers_take_their_annotations_type_as_tvm_writes_them() -> None:
     assert [str(f.value.dtype) for f in values["g"].fields] == ["int32", "int64"]
     assert mod.script(dialect="tvm-0.27") == TYPED_SCALARS.rstrip("\n")
     assert from_source(mod.script(dialect="classic")).script(dialect="tvm-0.27") == TYPED_SCALARS.rstrip("\n")
+
+
+# TVM 0.27's print of scalars in tuples (nested, beside a tensor) and in an if's branches
+TYPED_IN_TUPLES = """# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32"), c: T.bool) -> R.Tuple(R.Tuple(R.Tensor((4,), dtype="float32"), T.int8), R.Tuple(R.Tuple(T.int32, T.int32), T.int64), T.int32, T.int32):
+        t: R.Tuple(R.Tensor((4,), dtype="float32"), T.int8) = x, 5
+        u: R.Tuple(R.Tuple(T.int32, T.int32), T.int64) = (1, 2), 7
+        if c:
+            r: T.int32 = 4
+        else:
+            r: T.int32 = 6
+        return (t, u, r, r)
+"""
+
+
+def test_bare_numbers_in_tuples_and_branches_take_their_annotations_types() -> None:
+    mod = from_source(TYPED_IN_TUPLES)
+    t, u = (b.value for b in mod["main"].body.blocks[0].bindings[:2])
+    assert str(t.fields[1].value.dtype) == "int8"
+    assert [str(f.value.dtype) for f in (*u.fields[0].fields, u.fields[1])] == ["int32", "int32", "int64"]
+    assert mod.script(dialect="tvm-0.27") == TYPED_IN_TUPLES.rstrip("\n")
+    assert from_source(mod.script(dialect="classic")).script(dialect="tvm-0.27") == TYPED_IN_TUPLES.rstrip("\n")
+
+
+@pytest.mark.parametrize("annotation, value, message", [
+    ("T.int8", "300", "300 is out of the range of int8"),
+    ("T.uint8", "-1", "-1 is out of the range of uint8"),
+    ("R.Tuple(T.int8, T.int8)", "1, 300", "300 is out of the range of int8"),
+    ("R.Tuple(T.int32, T.int64)", "3, 4, 5", "'k' is annotated a tuple of 2 fields but its value has 3"),
+    ("R.Tuple(R.Tuple(T.int32, T.int32), T.int64)", "(1, 2), 7.5", "'k' is annotated int64 but its value is float64"),
+    ("R.Tuple(T.int32, T.int64)", "x, 4", "'k' is annotated a scalar but its value is a tensor"),
+])
+def test_a_scalar_that_does_not_fit_its_annotation_is_refused(annotation: str, value: str, message: str) -> None:
+    """As TVM refuses them ("Literal value 300 exceeds range of int8", "Invalid annotation");
+    tvms had wrapped 300 to 44 at run time and kept tuples at odds with their annotations."""
+    text = TYPED_IN_TUPLES.replace('t: R.Tuple(R.Tensor((4,), dtype="float32"), T.int8) = x, 5',
+                                   f"k: {annotation} = {value}")
+    assert text != TYPED_IN_TUPLES
+    with pytest.raises(ScriptError, match=re.escape(message)) as err:
+        from_source(text)
+    assert str(err.value).startswith("<string>:10:")

@@ -315,3 +315,32 @@ def test_two_modules_offloading_one_symbol_each_call_their_own() -> None:
     for bias, mod, ex in executables:
         np.testing.assert_array_equal(tvms.relax.VirtualMachine(ex, tvms.cpu())["main"](x, w).numpy(), x @ w + bias)
         np.testing.assert_array_equal(run_relax(mod, "main", x, w), x @ w + bias)
+
+
+def test_a_module_reaches_its_own_offloaded_function_through_a_value_too() -> None:
+    """R.ExternFunc bound to a variable (the VM's get_packed) finds the module's own function as
+    a call by name does; an executable holding offloaded functions is not exported (their code
+    lives in this process), with the symbols named."""
+    from tvms.relax.backend import get_patterns_with_prefix
+
+    x, w = np.ones((2, 3), "float32"), np.ones((3, 4), "float32")
+    offloaded = []
+    for bias in (1, 100):
+        mod = from_source(BIASED.replace("BIAS", str(bias)))
+        mod = tvms.relax.transform.FuseOpsByPattern(get_patterns_with_prefix("cpu_blas"), annotate_codegen=True)(mod)
+        offloaded.append(tvms.relax.transform.RunCodegen()(mod))
+    symbol = "fused_relax_matmul_relax_add_cpu_blas"
+    call = f'R.call_dps_packed("{symbol}", (x, w), out_sinfo=R.Tensor((2, 4), dtype="float32"))'
+    text = BIASED.split("    @R.function")[0] + f"""    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), w: R.Tensor((3, 4), dtype="float32")) -> R.Tensor((2, 4), dtype="float32"):
+        f: R.Callable = R.ExternFunc("{symbol}")
+        y = R.call_dps_packed(f, (x, w), out_sinfo=R.Tensor((2, 4), dtype="float32"))
+        return y
+"""
+    by_value = from_source(text).with_attrs(dict(offloaded[0].attrs))
+    assert call not in by_value.script()
+    ex = tvms.compile(by_value, target="llvm")
+    np.testing.assert_array_equal(tvms.relax.VirtualMachine(ex, tvms.cpu())["main"](x, w).numpy(), x @ w + 1)
+    np.testing.assert_array_equal(run_relax(by_value, "main", x, w), x @ w + 1)
+    with pytest.raises(TVMSError, match=f"export_library: the functions {symbol} were offloaded"):
+        ex.export_library("/nonexistent/never-written.so")
