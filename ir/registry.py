@@ -108,5 +108,5 @@ def remove_global_func(name: str) -> None:
         raise TVMSError(f"cannot remove {name!r}: no global function of that name is registered")
 
 
-__all__ = ["add_layer_loader", "get_global_func", "get_script_func", "list_global_func_names", "load_layers", "register_func",
-           "remove_global_func"]
+__all__ = ["add_layer_loader", "get_global_func", "get_script_func", "list_global_func_names", "load_layers",
+           "register_func", "remove_global_func"]

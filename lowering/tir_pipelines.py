@@ -16,7 +16,6 @@ from typing import Any
 from ..ir.errors import TVMSError
 
 TIR_PIPELINES = ("default", "s_tir", "tirx")  # the names a user may write
-LOWERED_BY = ("s_tir", "tirx")  # what a target row's lowering is told
 
 
 def resolve_tir_pipeline(name: Any) -> str:
@@ -32,4 +31,4 @@ def resolve_tir_pipeline(name: Any) -> str:
     return name
 
 
-__all__ = ["LOWERED_BY", "TIR_PIPELINES", "resolve_tir_pipeline"]
+__all__ = ["TIR_PIPELINES", "resolve_tir_pipeline"]

@@ -67,7 +67,6 @@ class PassContext:
     ``config`` holds free-form options for passes (``{"relax.FuseOps.max_depth": 4}``);
     ``instruments`` are ``PassInstrument`` objects called around every pass."""
 
-
     def __init__(self, opt_level: int = 2, required_pass: Sequence[str] | None = None,
                  disabled_pass: Sequence[str] | None = None, instruments: Sequence[Any] | None = None,
                  config: dict | None = None):

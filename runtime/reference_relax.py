@@ -186,8 +186,12 @@ class _Interpreter:
     def x_GlobalVar(self, e: GlobalVar, env: dict) -> Any:
         return self.mod[e]
 
+    def packed(self, name: str) -> Callable:
+        """The packed function a call names: the module's own offloaded one, else the registry's."""
+        return self.external.get(name) or get_script_func(name)
+
     def x_ExternFunc(self, e: rx.ExternFunc, env: dict) -> Callable:
-        return self.external.get(e.global_symbol) or get_script_func(e.global_symbol)
+        return self.packed(e.global_symbol)
 
     def x_Function(self, e: rx.Function, env: dict) -> Closure:
         return Closure(e, dict(env))
@@ -227,7 +231,7 @@ class _Interpreter:
 
     def callee(self, e: Any, env: dict) -> Callable:
         if isinstance(e, rx.StringImm):
-            return self.external.get(e.value) or get_script_func(e.value)
+            return self.packed(e.value)
         fn = self.eval(e, env)
         if not callable(fn):
             raise TVMSError(f"R.call_packed: {fn!r} is not a packed function")

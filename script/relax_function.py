@@ -201,9 +201,10 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if isinstance(func, RBuiltin) and func.path == "match_cast":
                 return self.match_cast(stmt, name, value_syn, annotation, out)
         value = self.ev(value_syn)
+        declared = None  # (the annotation's struct info, read once where it is needed)
         if annotation is not None and _holds_numbers(value):
-            value = _typed_numbers(value, self.as_struct_info(self.ev(annotation), annotation),
-                                   lambda message: self.error(value_syn, message))
+            declared = self.as_struct_info(self.ev(annotation), annotation)
+            value = _typed_numbers(value, declared, lambda message: self.error(value_syn, message))
         if isinstance(value, NewVar):  # n = T.int64(): a symbolic size (the classic dialect)
             existing = self.lookup_local(name)
             if not isinstance(existing, TirVar):
@@ -212,7 +213,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
         value = self.normalize(self.to_relax(value, value_syn), out)
         sinfo = value.struct_info if hasattr(value, "struct_info") else ObjectStructInfo()
         if annotation is not None:
-            declared = self.as_struct_info(self.ev(annotation), annotation)
+            if declared is None:
+                declared = self.as_struct_info(self.ev(annotation), annotation)
             self.check_compatible(declared, sinfo, annotation, name)
             if self.reads_a_size(name, declared, sinfo):
                 sinfo = PrimStructInfo(declared.dtype, TirVar(name, declared.dtype))

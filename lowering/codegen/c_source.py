@@ -529,8 +529,7 @@ class CSource:
             if isinstance(ann, E.PointerType) and not ann.is_tensor_map:
                 self.handle_type[s.var] = ann.element
             else:
-                t = "void"
-                self.line(f"{t}* {self.new_id(s.var)} = ({t}*){self.expr(s.value)};")
+                self.line(f"void* {self.new_id(s.var)} = (void*){self.expr(s.value)};")
                 self.stmt(s.body)
                 return
         self.declare(s.var, self.expr(s.value))

@@ -21,7 +21,7 @@ import math
 
 from ....ir.analysis import substitute
 from ....ir.buffer import Buffer, BufferRegion, decl_buffer
-from ....ir.dtype import DataType
+from ....ir.dtype import DataType, float_limits
 from ....ir.errors import TVMSError
 from ....ir.expr import (COMM_REDUCE, DATA_PAR, GE, GT, LE, LT, Add, And, BufferLoad, Call, CommReducer, FloatImm,
                          IntImm, Max, Min, Mul, PrimExpr, Range, Select, Var, const, is_const_int)
@@ -84,7 +84,7 @@ def _reducer(block: Block) -> tuple[CommReducer, list, list]:
 
 # what each combiner's buffer must start from, as TVM's reducers have it (another start would be
 # counted once by every thread: TVM refuses it, "No matched reducer")
-FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_MAX = float_limits("float32")[1]
 _IDENTITIES = {Add: lambda dtype: const(0, dtype), Mul: lambda dtype: const(1, dtype),
                Min: max_value, Max: min_value}
 

@@ -58,7 +58,6 @@ class _Kernels(Mutator):
         return attr.with_changes(body=body)  # (the kernel's inner launches stay below)
 
 
-
 class _Hoist(Mutator):
     """The allocations outside kernels whose sizes the function's parameters give, taken out
     (TVM attaches them to the function's root); kernels are not entered."""
