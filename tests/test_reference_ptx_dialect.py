@@ -646,6 +646,32 @@ if tx == 2:
 """, r, threads=4)
 
 
+def test_mbarrier_order_is_transitive() -> None:
+    """Thread 0 writes, then arrives on barrier 0; thread 1 waits for it and arrives on barrier 1;
+    thread 2 waits for barrier 1 and reads thread 0's write: ordered through thread 1."""
+    second = MBARRIER.replace("bar[0]", "bar[1]")
+    r = np.zeros(4, "int32")
+    run('R: T.Buffer((4,), "int32")', f"""
+bar = T.alloc_shared((2,), "uint64")
+S = T.alloc_shared((4,), "int32")
+done: T.uint32
+if tx == 0:
+    T.ptx.mbarrier({MBARRIER}, T.uint32(1), "init", "", "shared", "b64", "")
+    T.ptx.mbarrier({second}, T.uint32(1), "init", "", "shared", "b64", "")
+T.tvm_storage_sync("shared")
+if tx == 0:
+    S[0] = 42
+    T.ptx.mbarrier({MBARRIER}, "arrive", "", "", "shared", "b64", "")
+elif tx == 1:
+    T.ptx.mbarrier(done, {MBARRIER}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")
+    T.ptx.mbarrier({second}, "arrive", "", "", "shared", "b64", "")
+elif tx == 2:
+    T.ptx.mbarrier(done, {second}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")
+    R[2] = S[0]
+""", r, threads=4)
+    assert r[2] == 42
+
+
 ARRIVE_DROP = f"""
 bar = T.alloc_shared((1,), "uint64")
 S = T.alloc_shared((4,), "int32")
