@@ -8,12 +8,12 @@ per process (the code generator returns the same artifact for an unchanged funct
 from __future__ import annotations
 
 import ctypes.util
-import struct
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from ..ir.errors import TVMSError
+from ..ir.object_symbols import undefined_symbols
 from .thread_pool import load_thread_pool
 
 _LOCK = threading.Lock()
@@ -85,19 +85,6 @@ def load_kernel(artifact: Any) -> JitKernel:
     with _LOCK:
         _LOADED[id(artifact)] = (artifact, kernel)
     return kernel
-
-
-def undefined_symbols(obj: Any) -> list:
-    """The names an ELF64 little-endian object file uses but does not define (others: [])."""
-    sections = {s.name(): s.data() for s in obj.sections()}
-    symtab, strtab = sections.get(b".symtab"), sections.get(b".strtab")
-    if not symtab or not strtab:
-        return []
-    names = []
-    for (name, info, _other, shndx, _value, _size) in struct.iter_unpack("<IBBHQQ", symtab):
-        if name and shndx == 0 and info >> 4 != 0:  # undefined, and not local (binding 0)
-            names.append(strtab[name:strtab.index(b"\0", name)].decode())
-    return names
 
 
 __all__ = ["JitKernel", "load_kernel", "undefined_symbols"]

@@ -41,7 +41,10 @@ threads never reach, a shuffle whose lanes went elsewhere) is a TVMSError.
 Shared (and warp) memory is a ``Shared`` array that remembers, per element, which thread last
 wrote and read it since the last barrier: a thread reading an element another thread wrote, or
 writing a different value over one another thread wrote or read, since the last barrier is a
-data race and a TVMSError naming the buffer and the statement. It starts undefined (NaN for
+data race and a TVMSError naming the buffer and the statement, unless an mbarrier ordered the two
+(as the PTX memory model orders them: an arrive releases what its thread did before it, a wait
+that sees the phase complete acquires what the arrivals that completed it released). For that,
+each access also records its thread's count of arrivals then (``Block.release``/``acquire``). It starts undefined (NaN for
 floats), as a lane that reads a shuffle from a lane that is not there gets NaN: a use shows.
 """
 from __future__ import annotations
@@ -143,6 +146,30 @@ class Block:
         # root Shared -> per byte, the cp.async copies writing it not yet waited for (and under
         # bulk_reads_key(root): the bulk copies to global still reading it)
         self.in_flight: dict = {}
+        # mbarrier synchronisation: each thread's count of its arrivals (its accesses record it),
+        # and per thread, for each thread it acquired from, the count below which that thread's
+        # accesses happen before its own
+        self.arrivals: dict = {}
+        self.acquired: dict = {}
+
+    def release(self, me: int) -> dict:
+        """Thread ``me`` arrives on an mbarrier: what it publishes (its accesses until now, and
+        those of the threads it acquired from) for the threads that wait for the phase."""
+        count = self.arrivals.get(me, 0) + 1
+        self.arrivals[me] = count
+        return {**self.acquired.get(me, {}), me: count}
+
+    def acquire(self, me: int, published: dict) -> None:
+        """Thread ``me``'s wait saw a phase complete: what its arrivals published happens before it."""
+        mine = self.acquired.setdefault(me, {})
+        for thread, count in published.items():
+            if thread != me and count > mine.get(thread, 0):
+                mine[thread] = count
+
+    def ordered(self, other: int, count: int, me: int) -> bool:
+        """Whether an access of thread ``other`` made at its arrival count ``count`` happens before
+        what thread ``me`` does now (through mbarriers)."""
+        return count < self.acquired.get(me, {}).get(other, 0)
 
     def shared(self, key: int, name: str, size: int, dtype: np.dtype) -> "Shared":
         """The block's one ``shared`` allocation of a site (allocated by the first thread)."""
@@ -190,24 +217,28 @@ class _Tracks:
     views of one allocation, as in merged shared memory, share it, so that they race with each
     other as one buffer; a uint8 allocation that float32 views access is tracked by 4 bytes)."""
 
-    __slots__ = ("nbytes", "unit", "written", "read")
+    __slots__ = ("nbytes", "unit", "written", "read", "written_at", "read_at")
 
     def __init__(self, nbytes: int) -> None:
         self.nbytes = nbytes
         self.unit = 0  # (none yet: set by the first access)
         self.written: list = []
         self.read: list = []
+        # the writer's and the reader's arrival counts at the access (Block.ordered)
+        self.written_at: list = []
+        self.read_at: list = []
 
     def fit(self, itemsize: int) -> None:
         """Track pieces of at most ``itemsize`` bytes (keeping what is known)."""
         if not self.unit:
             self.unit = itemsize
-            self.written = [-1] * (self.nbytes // itemsize)
-            self.read = [-1] * (self.nbytes // itemsize)
+            self.written, self.read = [-1] * (self.nbytes // itemsize), [-1] * (self.nbytes // itemsize)
+            self.written_at, self.read_at = [0] * (self.nbytes // itemsize), [0] * (self.nbytes // itemsize)
         elif itemsize < self.unit:
             parts = self.unit // itemsize
-            self.written = [w for w in self.written for _ in range(parts)]
-            self.read = [r for r in self.read for _ in range(parts)]
+            self.written, self.read, self.written_at, self.read_at = (
+                [v for v in values for _ in range(parts)]
+                for values in (self.written, self.read, self.written_at, self.read_at))
             self.unit = itemsize
 
 
@@ -243,21 +274,22 @@ class Shared:
         return mem
 
     def load(self, i: Any, me: int, stmt: Any) -> Any:
-        if self.block.in_flight:
+        block = self.block
+        if block.in_flight:
             self._landed(i, me, stmt, "reads")
-        tracks, clock = self.tracks, self.block.clock
+        tracks, clock, count = self.tracks, block.clock, block.arrivals.get(me, 0)
         if type(i) is int and 0 <= i < self.size and self.itemsize == tracks.unit:  # (the common case)
             w = tracks.written[i]
-            if w >= clock and w != clock + me:
+            if w >= clock and w != clock + me and not block.ordered(w - clock, tracks.written_at[i], me):
                 raise self._race(stmt, me, w - clock, i, "reads")
-            tracks.read[i] = clock + me
+            tracks.read[i], tracks.read_at[i] = clock + me, count
             return self.data[i]
         for j in (i,) if type(i) is int and 0 <= i < self.size else self._indices(i):
             for p in self._pieces(j):
                 w = tracks.written[p]
-                if w >= clock and w != clock + me:
+                if w >= clock and w != clock + me and not block.ordered(w - clock, tracks.written_at[p], me):
                     raise self._race(stmt, me, w - clock, j, "reads")
-                tracks.read[p] = clock + me
+                tracks.read[p], tracks.read_at[p] = clock + me, count
         return self.data[i]
 
     def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
@@ -270,7 +302,7 @@ class Shared:
             if changed or self.itemsize != self.tracks.unit:
                 self._wrote(i, changed, me, stmt)
             else:
-                self.tracks.written[i] = self.block.clock + me
+                self.tracks.written[i], self.tracks.written_at[i] = self.block.clock + me, self.block.arrivals.get(me, 0)
             return
         indices = self._indices(i)
         before = self.data[indices]
@@ -306,13 +338,15 @@ class Shared:
     def _wrote(self, i: int, changed: bool, me: int, stmt: Any) -> None:
         """Thread ``me`` wrote element ``i``: a new value there is a race if another thread wrote
         or read any of its pieces since the last barrier."""
-        tracks, clock = self.tracks, self.block.clock
+        block = self.block
+        tracks, clock = self.tracks, block.clock
         for p in self._pieces(i):
             if changed:
-                for who, what in ((tracks.written[p], "writes"), (tracks.read[p], "overwrites")):
-                    if who >= clock and who != clock + me:
+                for who, at, what in ((tracks.written[p], tracks.written_at[p], "writes"),
+                                      (tracks.read[p], tracks.read_at[p], "overwrites")):
+                    if who >= clock and who != clock + me and not block.ordered(who - clock, at, me):
                         raise self._race(stmt, me, who - clock, i, what)
-            tracks.written[p] = clock + me
+            tracks.written[p], tracks.written_at[p] = clock + me, block.arrivals.get(me, 0)
 
     def _indices(self, i: Any) -> list:
         indices = [int(j) for j in np.reshape(i, -1)]
@@ -330,7 +364,8 @@ class Shared:
         return TVMSError(
             f"data race on the shared buffer {self.name!r} in {blk.kernel.name!r} at {describe(stmt)}: "
             f"{blk.who(me)} {what} {element}, which {blk.thread(other)} {did} "
-            f"since the last barrier (a missing T.tvm_storage_sync?)")
+            f"since the last barrier, and no mbarrier orders the two (a phase it arrived on that this thread "
+            f"then waited for; a missing T.tvm_storage_sync?)")
 
 
 def _changed(old: Any, new: Any) -> bool:

@@ -27,12 +27,12 @@ are that queue's. wgmma's matrix multiply of two shared-memory operands, its fen
 wait, and ``T.cuda.wgmma.encode_matrix_descriptor`` are reference_wgmma's; fence.proxy orders
 nothing the executor could see (it has one proxy).
 
-mbarrier's init, arrive (its ``state`` forms too), expect_tx, ``try_wait`` (on a state token or a
-parity) and ``T.cuda.mbarrier_wait``, and the TMA's tensor copies (``cp.async.bulk.tensor``, its
-bulk groups and prefetch) are reference_tma's.
+mbarrier's init, arrive and arrive_drop (their ``state`` forms too), expect_tx, ``try_wait`` (on a
+state token or a parity) and ``T.cuda.mbarrier_wait``, and the TMA's tensor copies
+(``cp.async.bulk.tensor``, its bulk groups and prefetch) are reference_tma's.
 
 Everything else -- a call its family only names (where the table leaves entries open), tcgen05,
-wgmma's other forms, mbarrier's arrive_drop and test_wait (a non-blocking test a thread spins on:
+wgmma's other forms, mbarrier's test_wait (a non-blocking test a thread spins on:
 the executor switches threads only where they wait), the non-tensor bulk copies,
 multimem, named barriers, isspacep -- is refused by the name PTX spells it (``refusal``).
 """
@@ -200,7 +200,7 @@ class PtxDialectCodegen:
             return self._call(reference_async.wait_group, "_blk", "_me", self.src(e.args[0]))
         if name in _MBARRIER_WAITS and self.kernel is not None:  # (blocks until the phase completes)
             ready = self._call(reference_tma.waiter, "_blk", self._address_source(e.args[0], "shared"),
-                               self.src(e.args[1]))
+                               self.src(e.args[1]), "_me")
             return self.wait(gpu.MBARRIER, self.kernel.current, (ready,))
         if name == "tir.cuda.wgmma_encode_matrix_descriptor" and self.kernel is not None:
             desc, addr, *fields = e.args
@@ -278,7 +278,7 @@ class PtxDialectCodegen:
             fn = ptx_memory.MEMORY.get(name) or reference_tma.ASYNC[name]
             return self._call(memory, self.name(fn, "_f"), text, mods_src, "_blk", "_me", k.stmt_ref, *reads)
         if name in reference_tma.WAITS:  # (waitComplete once the phase of the token's parity has completed)
-            ready = self._call(reference_tma.waiter, "_blk", reads[0], reads[1])
+            ready = self._call(reference_tma.waiter, "_blk", reads[0], reads[1], "_me")
             return f"({self.wait(gpu.MBARRIER, k.current, (ready,))}, True)[1:]"
         if name in WARP:  # (the membermask last; the lane's other sources travel with its vote)
             answer = self.name(warp_answer(WARP[name], mods), "_f")

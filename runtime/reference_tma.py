@@ -6,13 +6,17 @@ the host array it views).
 * ``mbarrier.init`` gives the barrier at a shared address its expected arrival count (phase 0);
   ``mbarrier.arrive`` (``.expect_tx``: first adding to the transaction count) arrives (its
   ``state`` form returns the token of the phase it arrived in: that phase's parity);
-  ``mbarrier.expect_tx`` adds to the transaction count; a copy completing its bytes takes them
-  off (``complete_tx``). The phase completes when every arrival is in and the count is back to
-  zero: the copies it waited for land in shared memory then, the phase flips, and the arrivals
-  start over. ``T.cuda.mbarrier_wait(bar, parity)`` blocks the thread until the phase of that
-  parity has completed (the scheduler's ``MBARRIER`` wait, reference_gpu); so does
-  ``mbarrier.try_wait`` on a state token or a parity (``WAITS``), then answering that it has (the
-  hardware may also answer "not yet" when its time limit passes: a caller loops on it).
+  ``mbarrier.arrive_drop`` (its ``expect_tx`` and ``state`` forms too) arrives and takes its count
+  off the expected arrivals of every later phase; ``mbarrier.expect_tx`` adds to the transaction
+  count; a copy completing its bytes takes them off (``complete_tx``). The phase completes when
+  every arrival is in and the count is back to zero: the copies it waited for land in shared
+  memory then, the phase flips, and the arrivals start over. ``T.cuda.mbarrier_wait(bar, parity)``
+  blocks the thread until the phase of that parity has completed (the scheduler's ``MBARRIER``
+  wait, reference_gpu); so does ``mbarrier.try_wait`` on a state token or a parity (``WAITS``),
+  then answering that it has (the hardware may also answer "not yet" when its time limit passes: a
+  caller loops on it). An arrive releases and a completed wait acquires, as PTX's memory model
+  says: what the threads whose arrivals completed a phase did before arriving happens before what
+  a thread does after its wait for that phase (the race checker's order, reference_gpu).
 * ``cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`` (and
   ``shared::cta``) reads the box at the coordinates (innermost first) from the map's array when
   issued: the box is clipped at the tensor's edges and the elements outside are zero, or NaN where
@@ -67,6 +71,27 @@ class MBarrier:
     tx: int = 0  # the transaction count (bytes expected but not yet completed; negative when ahead)
     phase: int = 0  # the current phase's parity
     landing: list = field(default_factory=list)  # (root, physical bytes, raw bytes) of the copies it waits for
+    # what the current phase's arrivals released (Block.release), and by parity what those of the
+    # last phase completed with it released: a wait that sees that phase complete acquires it
+    released: dict = field(default_factory=dict)
+    completed: dict = field(default_factory=dict)
+
+    def arrive(self, block: Any, me: int, count: int, tx: int = 0, drop: bool = False) -> int:
+        """Thread ``me``'s arrival (``count`` of them, with ``tx`` bytes expected first); ``drop``:
+        mbarrier.arrive_drop, which also takes ``count`` off the expected arrivals of every later
+        phase. The parity of the phase it arrived in."""
+        phase = self.phase
+        for thread, upto in block.release(me).items():
+            self.released[thread] = max(upto, self.released.get(thread, 0))
+        if drop and count > self.expected:
+            raise TVMSError(f"mbarrier.arrive_drop of {count} arrivals on an mbarrier that expects "
+                            f"{self.expected} per phase")
+        self.step(arrivals=count, tx=tx)
+        if drop:
+            self.expected -= count
+            if self.phase != phase:  # (the arrival completed the phase: the next one expects fewer too)
+                self.pending -= count
+        return phase
 
     def step(self, arrivals: int = 0, tx: int = 0) -> None:
         self.tx += tx
@@ -77,6 +102,7 @@ class MBarrier:
             for root, where, raw in self.landing:
                 _land(root, where, raw)
             self.landing.clear()
+            self.completed[self.phase], self.released = self.released, {}
             self.phase ^= 1
             self.pending = self.expected
 
@@ -107,13 +133,20 @@ def init(ctx: tuple, m: dict, address: Address, count: int, *_: Any) -> tuple:
     return ()
 
 
+def _arrive(ctx: tuple, address: Address, what: str, count: Any = None, tx: int = 0, drop: bool = False) -> int:
+    """The arrival of the thread of ``ctx`` (block, thread, statement) on the mbarrier at ``address``;
+    the parity of the phase it arrived in."""
+    block, me = ctx[0], ctx[1]
+    return barrier_at(block, address, what).arrive(block, me, 1 if count is None else int(count), int(tx), drop)
+
+
 def arrive(ctx: tuple, m: dict, address: Address, count: Any = None, *_: Any) -> tuple:
-    barrier_at(ctx[0], address, "mbarrier.arrive").step(arrivals=1 if count is None else int(count))
+    _arrive(ctx, address, "mbarrier.arrive", count)
     return ()
 
 
 def arrive_expect_tx(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
-    barrier_at(ctx[0], address, "mbarrier.arrive.expect_tx").step(arrivals=1, tx=int(tx))
+    _arrive(ctx, address, "mbarrier.arrive.expect_tx", tx=tx)
     return ()
 
 
@@ -121,17 +154,31 @@ def arrive_state(ctx: tuple, m: dict, address: Address, count: Any = None, *_: A
     """``mbarrier.arrive{.sem.scope}.shared.b64 state, [addr]{, count}``: the arrival, and its
     state token, the parity of the phase it arrived in (a wait on the token waits for that
     phase, as ``mbarrier.try_wait ... waitComplete, [addr], state`` does on the hardware)."""
-    barrier = barrier_at(ctx[0], address, "mbarrier.arrive")
-    phase = barrier.phase
-    barrier.step(arrivals=1 if count is None else int(count))
-    return (np.uint64(phase),)
+    return (np.uint64(_arrive(ctx, address, "mbarrier.arrive", count)),)
 
 
 def arrive_expect_tx_state(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
-    barrier = barrier_at(ctx[0], address, "mbarrier.arrive.expect_tx")
-    phase = barrier.phase
-    barrier.step(arrivals=1, tx=int(tx))
-    return (np.uint64(phase),)
+    return (np.uint64(_arrive(ctx, address, "mbarrier.arrive.expect_tx", tx=tx)),)
+
+
+def arrive_drop(ctx: tuple, m: dict, address: Address, count: Any = None, *_: Any) -> tuple:
+    """``mbarrier.arrive_drop``: an arrival that also leaves the barrier (every later phase
+    expects ``count`` fewer arrivals), as a thread that stops taking part does."""
+    _arrive(ctx, address, "mbarrier.arrive_drop", count, drop=True)
+    return ()
+
+
+def arrive_drop_expect_tx(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
+    _arrive(ctx, address, "mbarrier.arrive_drop.expect_tx", tx=tx, drop=True)
+    return ()
+
+
+def arrive_drop_state(ctx: tuple, m: dict, address: Address, count: Any = None, *_: Any) -> tuple:
+    return (np.uint64(_arrive(ctx, address, "mbarrier.arrive_drop", count, drop=True)),)
+
+
+def arrive_drop_expect_tx_state(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
+    return (np.uint64(_arrive(ctx, address, "mbarrier.arrive_drop.expect_tx", tx=tx, drop=True)),)
 
 
 def expect_tx(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
@@ -139,13 +186,21 @@ def expect_tx(ctx: tuple, m: dict, address: Address, tx: int, *_: Any) -> tuple:
     return ()
 
 
-def waiter(block: Any, address: Any, parity: int) -> Any:
-    """``T.cuda.mbarrier_wait(bar, parity)``'s question to the scheduler: whether the phase of
-    ``parity`` of the barrier at ``address`` has completed (as try_wait.parity answers)."""
+def waiter(block: Any, address: Any, parity: int, me: int) -> Any:
+    """``T.cuda.mbarrier_wait(bar, parity)``'s question to the scheduler for thread ``me``: whether
+    the phase of ``parity`` of the barrier at ``address`` has completed (as try_wait.parity
+    answers); when it has, the thread acquires what that phase's arrivals released."""
     if not isinstance(address, Address):  # (a shared-window number: the raw uint32 form)
         address = address.found(block)
     barrier = barrier_at(block, address, "T.cuda.mbarrier_wait")
-    return lambda: barrier.phase != int(parity) & 1
+    parity = int(parity) & 1
+
+    def completed() -> bool:
+        if barrier.phase == parity:
+            return False
+        block.acquire(me, barrier.completed.get(parity, {}))
+        return True
+    return completed
 
 
 # ---------------------------------------------------------------- the box of a tensor map
@@ -353,6 +408,10 @@ ASYNC = {
     "mbarrier_arrive_expect_tx": arrive_expect_tx,
     "mbarrier_arrive_state": arrive_state, "mbarrier_arrive_count_state": arrive_state,
     "mbarrier_arrive_expect_tx_state": arrive_expect_tx_state,
+    "mbarrier_arrive_drop": arrive_drop, "mbarrier_arrive_drop_nocount": arrive_drop,
+    "mbarrier_arrive_drop_expect_tx": arrive_drop_expect_tx,
+    "mbarrier_arrive_drop_state": arrive_drop_state, "mbarrier_arrive_drop_count_state": arrive_drop_state,
+    "mbarrier_arrive_drop_expect_tx_state": arrive_drop_expect_tx_state,
     "mbarrier_expect_tx": expect_tx,
     "cp_async_bulk_tensor_g2s_cluster": tensor_load, "cp_async_bulk_tensor_g2s_cta": tensor_load,
     "cp_async_bulk_tensor_g2s_cluster_multicast16": tensor_load,

@@ -52,7 +52,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if fdef.returns is not None:
             ret_sinfo = self.as_struct_info(self.ev(fdef.returns), fdef.returns)
         self.attrs: dict = {}
-        blocks, body = self.function_body(fdef)
+        blocks, body = self.function_body(fdef, ret_sinfo)
         self.scopes.pop()
         self.slots, self.size_scope, self.size_names = saved_slots, saved_sizes, saved_size_names
         # (an annotation that contradicts the body is kept, as TVM keeps it: tvms.compile refuses it)
@@ -88,7 +88,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
             self.func, self.size_scope = saved, saved_sizes  # (a nested signature is read in its parent)
         return FuncStructInfo(params, ret, bool(decorator_kwargs.get("pure", True)))
 
-    def function_body(self, fdef: S.FunctionDef) -> tuple[list, Any]:
+    def function_body(self, fdef: S.FunctionDef, declared: Any = None) -> tuple[list, Any]:
+        """The binding blocks and the value returned; bare numbers returned take the types of the
+        return annotation ``declared`` (``-> T.int32: return 3``), as a binding's take its."""
         stmts = fdef.body
         for i, stmt in enumerate(stmts[:-1]):
             if isinstance(stmt, S.Return):
@@ -97,8 +99,13 @@ class RelaxFunctionBuilder(RelaxBuilder):
         if not isinstance(last, S.Return):
             raise self.error(fdef, f"function {fdef.name!r} must end with a return statement")
         blocks, current = self.binding_blocks(stmts[:-1], fdef)
-        body = self.to_relax(self.ev(last.value), last.value) if last.value is not None \
-            else rx.Tuple((), TupleStructInfo(()))
+        if last.value is None:
+            body = rx.Tuple((), TupleStructInfo(()))
+        else:
+            value = self.ev(last.value)
+            if declared is not None and _holds_numbers(value):
+                value = _typed_numbers(value, declared, lambda message: self.error(last.value, message))
+            body = self.to_relax(value, last.value)
         body = self.bind_operand(body, current)  # a call returned is bound first, as in TVM
         if current:
             blocks.append(rx.BindingBlock(tuple(current)))

@@ -347,7 +347,8 @@ class RelaxPrinter(TIRPrinter):
             result = body.body
         else:
             result = body
-        self.commented(body, lambda: self.emit(f"return {self.rexpr(result)}"))
+        returned = self.bare_integers(result, f.ret_struct_info, top=False) or self.rexpr(result)
+        self.commented(body, lambda: self.emit(f"return {returned}"))
         if self.cls_wanted:  # (only a nested function names the module)
             self.pending.insert(start, f"cls = {self.class_name}")
         self.lines[mark:mark] = ["    " * self.indent + p for p in self.pending[start:]]
@@ -398,10 +399,12 @@ class RelaxPrinter(TIRPrinter):
         lines += [h for h in self.d.header if (self.ir_used if " ir as I" in h else self.uses_tir)]
         return lines + [RELAX_HEADER]
 
-    def bare_integers(self, value: Any, sinfo: Any) -> str | None:
+    def bare_integers(self, value: Any, sinfo: Any, top: bool = True) -> str | None:
         """TVM 0.27 writes an integer scalar bound under its annotation bare, whatever its type,
         in tuples too (``k: T.int32 = 3``, ``g: R.Tuple(R.Tensor(...), T.int8) = x, 5``; the parser
-        types the numbers by the annotation); None where nothing is written bare."""
+        types the numbers by the annotation), and one returned (``-> T.int32: return 3``; only
+        where the annotation says its type, so that the text reads back the same); None where
+        nothing is written bare. ``top``: a tuple goes without parentheses (a binding's)."""
         def bare(e: Any, info: Any, top: bool) -> str | None:
             if (isinstance(e, rx.PrimValue) and isinstance(e.value, IntImm) and not e.value.dtype.is_bool
                     and isinstance(info, PrimStructInfo) and info.dtype == e.value.dtype):
@@ -414,7 +417,7 @@ class RelaxPrinter(TIRPrinter):
                 text = ", ".join(item or self.rexpr(f) for item, f in zip(items, e.fields))
                 return f"({text},)" if len(items) == 1 else text if top else f"({text})"
             return None
-        return None if self.d.name == "classic" else bare(value, sinfo, True)
+        return None if self.d.name == "classic" else bare(value, sinfo, top)
 
     def binding(self, b: Any) -> None:
         value = b.value

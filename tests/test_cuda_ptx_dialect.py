@@ -143,3 +143,24 @@ def test_a_kept_destination_that_rides_a_carrier_is_refused_as_tvm_refuses_it() 
     tokens = ("", "", "", "global", "", "", "", "", "", "b8")
     with pytest.raises(TVMSError, match="read-write operand 'd' cannot be a uint8"):
         render(entry, Variant(tokens, ("uint8", "uint64"), predicated=True, keep=True))
+
+
+def test_mbarrier_arrive_drop_compiles_with_nvrtc() -> None:
+    """The forms of mbarrier.arrive_drop the reference executor runs, in one kernel built for
+    sm_90a (NVRTC compiles it), each a helper as TVM's table writes it."""
+    bar = "T.cuda.cvta_generic_to_shared(T.address_of(bar[0]))"
+    calls = "\n    ".join([
+        'bar = T.alloc_shared((1,), "uint64")',
+        "state: T.uint64",
+        f'T.ptx.mbarrier({bar}, T.uint32(32), "init", "", "shared", "b64", "")',
+        f'T.ptx.mbarrier({bar}, "arrive_drop", "", "", "shared", "b64", "")',
+        f'T.ptx.mbarrier({bar}, T.uint32(1), "arrive_drop", "release", "cta", "shared", "b64", "")',
+        f'T.ptx.mbarrier({bar}, T.uint32(0), "arrive_drop", "expect_tx", "", "", "shared", "b64", "")',
+        f'T.ptx.mbarrier(state, {bar}, "arrive_drop", "", "", "shared", "b64", "")',
+        "d = T.Cast(\"uint32\", state)",
+    ])
+    source = tvms.build(from_source(KERNEL.format(call=calls)), target={"kind": "cuda", "arch": "sm_90a"}) \
+        .imported_modules[0].get_source()
+    for asm in ("mbarrier.arrive_drop.shared.b64 _, [%0];", "mbarrier.arrive_drop.release.cta.shared.b64 _, [%0], %1;",
+                "mbarrier.arrive_drop.expect_tx.shared.b64 _, [%0], %1;", "mbarrier.arrive_drop.shared.b64 %0, [%1];"):
+        assert asm in source

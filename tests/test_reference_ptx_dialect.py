@@ -581,6 +581,172 @@ def f(G: T.Buffer((2,), "int32"), P: T.Buffer((3, 32), "int32"), R: T.Buffer((2,
         run_prim_func(from_source(stuck), g, p, r)
 
 
+PRODUCERS_AND_CONSUMERS = f"""
+bar = T.alloc_shared((1,), "uint64")
+S = T.alloc_shared((4,), "int32")
+state: T.uint64
+done: T.uint32
+if tx == 0:
+    T.ptx.mbarrier({MBARRIER}, T.uint32(2), "init", "", "shared", "b64", "")
+T.tvm_storage_sync("shared")
+if tx < 2:
+    WRITE_BEFORE
+    T.ptx.mbarrier(state, {MBARRIER}, "arrive", "", "", "shared", "b64", "")
+    WRITE_AFTER
+else:
+    WAIT
+    R[tx] = S[tx - 2]
+"""
+WAIT_FORMS = {
+    "try_wait.parity": f'T.ptx.mbarrier(done, {MBARRIER}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")',
+    "T.cuda.mbarrier_wait": "T.cuda.mbarrier_wait(T.address_of(bar[0]), 0)",
+}
+
+
+@pytest.mark.parametrize("wait", sorted(WAIT_FORMS))
+def test_an_mbarrier_orders_what_its_arrivals_wrote_before_what_its_waiters_read(wait: str) -> None:
+    """Threads 0 and 1 write shared memory, then arrive; threads 2 and 3 wait for the phase, then
+    read it: PTX's arrive releases and the wait acquires, so there is no race (it had been
+    reported as one). A write after the arrive is not ordered: still a race."""
+    body = PRODUCERS_AND_CONSUMERS.replace("WAIT\n", WAIT_FORMS[wait] + "\n")
+    r = np.zeros(4, "int32")
+    run('R: T.Buffer((4,), "int32")', body.replace("WRITE_BEFORE", "S[tx] = tx + 10").replace("WRITE_AFTER", ""),
+        r, threads=4)
+    assert r.tolist() == [0, 0, 10, 11]
+    late = body.replace("WRITE_BEFORE", "").replace("WRITE_AFTER", "S[tx] = tx + 10")
+    with pytest.raises(TVMSError, match=r"data race on the shared buffer 'S' .* thread \(threadIdx.x=2\) of block "
+                                        r"\(blockIdx.x=0\) reads element 0, which thread \(threadIdx.x=0\) wrote since "
+                                        r"the last barrier, and no mbarrier orders the two"):
+        run('R: T.Buffer((4,), "int32")', late, r, threads=4)
+
+
+def test_a_wait_orders_only_the_arrivals_of_the_phase_it_saw_complete() -> None:
+    """Threads 0 and 1 complete phase 0; thread 0 then writes and arrives in phase 1. Thread 2
+    waited for phase 0 alone: its read of thread 0's later write is a race."""
+    r = np.zeros(4, "int32")
+    with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=2\) of block \(blockIdx.x=0\) reads element 0, which "
+                                        r"thread \(threadIdx.x=0\) wrote"):
+        run('R: T.Buffer((4,), "int32")', f"""
+bar = T.alloc_shared((1,), "uint64")
+S = T.alloc_shared((4,), "int32")
+state: T.uint64
+done: T.uint32
+if tx == 0:
+    T.ptx.mbarrier({MBARRIER}, T.uint32(2), "init", "", "shared", "b64", "")
+T.tvm_storage_sync("shared")
+if tx < 2:
+    T.ptx.mbarrier(state, {MBARRIER}, "arrive", "", "", "shared", "b64", "")
+if tx == 0:
+    T.ptx.mbarrier(done, {MBARRIER}, state, "try_wait", "", "", "", "shared", "b64", "")
+    S[0] = 10
+    T.ptx.mbarrier(state, {MBARRIER}, "arrive", "", "", "shared", "b64", "")
+if tx == 2:
+    T.ptx.mbarrier(done, {MBARRIER}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")
+    R[tx] = S[0]
+""", r, threads=4)
+
+
+def test_mbarrier_order_is_transitive() -> None:
+    """Thread 0 writes, then arrives on barrier 0; thread 1 waits for it and arrives on barrier 1;
+    thread 2 waits for barrier 1 and reads thread 0's write: ordered through thread 1."""
+    second = MBARRIER.replace("bar[0]", "bar[1]")
+    r = np.zeros(4, "int32")
+    run('R: T.Buffer((4,), "int32")', f"""
+bar = T.alloc_shared((2,), "uint64")
+S = T.alloc_shared((4,), "int32")
+done: T.uint32
+if tx == 0:
+    T.ptx.mbarrier({MBARRIER}, T.uint32(1), "init", "", "shared", "b64", "")
+    T.ptx.mbarrier({second}, T.uint32(1), "init", "", "shared", "b64", "")
+T.tvm_storage_sync("shared")
+if tx == 0:
+    S[0] = 42
+    T.ptx.mbarrier({MBARRIER}, "arrive", "", "", "shared", "b64", "")
+elif tx == 1:
+    T.ptx.mbarrier(done, {MBARRIER}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")
+    T.ptx.mbarrier({second}, "arrive", "", "", "shared", "b64", "")
+elif tx == 2:
+    T.ptx.mbarrier(done, {second}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")
+    R[2] = S[0]
+""", r, threads=4)
+    assert r[2] == 42
+
+
+ARRIVE_DROP = f"""
+bar = T.alloc_shared((1,), "uint64")
+S = T.alloc_shared((4,), "int32")
+state: T.uint64
+done: T.uint32
+if tx == 0:
+    T.ptx.mbarrier({MBARRIER}, T.uint32(4), "init", "", "shared", "b64", "")
+T.tvm_storage_sync("shared")
+if tx == 3:
+    T.ptx.mbarrier({MBARRIER}, "arrive_drop", "", "", "shared", "b64", "")
+else:
+    T.ptx.mbarrier(state, {MBARRIER}, "arrive", "", "", "shared", "b64", "")
+    T.ptx.mbarrier(done, {MBARRIER}, state, "try_wait", "", "", "", "shared", "b64", "")
+    S[tx] = tx + 20
+    T.ptx.mbarrier(state, {MBARRIER}, "arrive", "", "", "shared", "b64", "")
+    T.ptx.mbarrier(done, {MBARRIER}, state, "try_wait", "", "", "", "shared", "b64", "")
+    R[tx] = S[2 - tx] + T.Cast("int32", state) * 100
+"""
+
+
+def test_mbarrier_arrive_drop_arrives_and_leaves_the_later_phases() -> None:
+    """Thread 3 arrives_drop in phase 0 (it had been refused): phase 0 completes with its three
+    fellows' arrivals, and phase 1 with theirs alone (it expects 3). Each reads, after phase 1
+    (parity 1), what another wrote between the phases."""
+    func = from_source(kernel('R: T.Buffer((4,), "int32")', ARRIVE_DROP, 4))
+    assert "tirx.ptx.mbarrier_arrive_drop_nocount" in {c.op.name for c in walk(func.body) if isinstance(c, Call)}
+    r = np.zeros(4, "int32")
+    run_prim_func(func, r)
+    assert r.tolist() == [122, 121, 120, 0]
+    plain = ARRIVE_DROP.replace('"arrive_drop"', '"arrive"')  # (phase 1 waits for thread 3 for ever)
+    with pytest.raises(TVMSError, match=r"for an mbarrier phase that never completes"):
+        run('R: T.Buffer((4,), "int32")', plain, r, threads=4)
+
+
+@pytest.mark.parametrize("form, result", [
+    ('T.ptx.mbarrier(state, {bar}, "arrive_drop", "", "", "shared", "b64", "")', 0),
+    ('T.ptx.mbarrier(state, {bar}, T.uint32(2), "arrive_drop", "", "", "shared", "b64", "")', 0),
+    ('T.ptx.mbarrier(state, {bar}, T.uint32(0), "arrive_drop", "expect_tx", "", "", "shared", "b64", "")', 0),
+    ('T.ptx.mbarrier({bar}, T.uint32(2), "arrive_drop", "", "", "shared", "b64", "")', None),
+    ('T.ptx.mbarrier({bar}, T.uint32(0), "arrive_drop", "expect_tx", "", "", "shared", "b64", "")', None),
+])
+def test_the_forms_of_arrive_drop(form: str, result: int | None) -> None:
+    """The count and expect_tx forms, with and without the state token (the phase it arrived in):
+    one thread drops the two arrivals of a barrier of 2 (or 1 of 1): the phase completes, and the
+    barrier expects none after."""
+    count = 2 if "T.uint32(2)" in form else 1
+    a = np.full(4, 7, "uint32")
+    run('A: T.Buffer((4,), "uint32")', f"""
+bar = T.alloc_shared((1,), "uint64")
+state: T.uint64 = T.uint64(9)
+done: T.uint32
+T.ptx.mbarrier({MBARRIER}, T.uint32({count}), "init", "", "shared", "b64", "")
+{form.format(bar=MBARRIER)}
+T.ptx.mbarrier(done, {MBARRIER}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")
+A[0] = T.Cast("uint32", state)
+A[1] = done
+""", a)
+    assert a.tolist() == [9 if result is None else result, 1, 7, 7]
+
+
+@pytest.mark.parametrize("before, count, message", [
+    ("", 3, "mbarrier.arrive_drop of 3 arrivals on an mbarrier that expects 2 per phase"),
+    (f'T.ptx.mbarrier({MBARRIER}, "arrive", "", "", "shared", "b64", "")', 2,
+     "more arrivals on an mbarrier than its expected count (2) in one phase"),
+])
+def test_an_arrive_drop_of_more_arrivals_than_expected_is_refused(before: str, count: int, message: str) -> None:
+    with pytest.raises(TVMSError, match=re.escape(message)):
+        run('A: T.Buffer((4,), "uint32")', f"""
+bar = T.alloc_shared((1,), "uint64")
+T.ptx.mbarrier({MBARRIER}, T.uint32(2), "init", "", "shared", "b64", "")
+{before}
+T.ptx.mbarrier({MBARRIER}, T.uint32({count}), "arrive_drop", "", "", "shared", "b64", "")
+""", np.zeros(4, "uint32"))
+
+
 def test_division_by_zero_is_refused() -> None:
     with pytest.raises(TVMSError, match=re.escape("PTX's div/rem.u32 by zero is undefined")):
         run('A: T.Buffer((4,), "uint32")', """

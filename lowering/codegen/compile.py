@@ -22,6 +22,7 @@ from ...ir.visitor import collect
 from . import llvm_parallel, object_cache
 from .extern_functions import check_extern_calls
 from .llvm import codegen_llvm, entry_slots
+from .llvm_intrinsic_check import refuse_unknown_intrinsics
 from .llvm_target import LLVMTarget, assembly, optimize, parse_llvm_target, target_machine
 
 
@@ -89,10 +90,13 @@ def compile_prim_func(func: PrimFunc, target: object = "llvm", name: str = "main
         return hit
     on_disk_key = object_cache.disk_key(*key)
     cached = object_cache.load(on_disk_key)
-    if cached is None:
+    generated = cached is None
+    if generated:
         text = codegen_llvm(func, name)
         module = optimize(text, llvm_target)
         cached = object_cache.CachedKernel(text, str(module), target_machine(llvm_target).emit_object(module))
+    refuse_unknown_intrinsics(func, cached.object_code)  # (on disk too: one cached before it was refused)
+    if generated:
         object_cache.store(on_disk_key, cached)
     uses_threads = any(s.kind == S.PARALLEL for s in collect(func.body, S.For))
     artifact = KernelArtifact(func, llvm_target, name, tuple(entry_slots(func)), cached.object_code,

@@ -9,6 +9,11 @@ checked before LLVM sees them, since LLVM ends the process on some instead of re
   instruction the CPU's features lack. A probe that LLVM ends (a signal, an "LLVM ERROR", an
   assertion) is a TVMSError with LLVM's last words; one that cannot run leaves the build unprobed.
 Target-independent intrinsics (``llvm.fmuladd``, ``llvm.sqrt``) need neither.
+
+A name LLVM does not know as an intrinsic (``llvm.getpid``) compiles without complaint: LLVM
+leaves the call as one of an outside function of that name, which nothing defines. So the
+object code is asked (``refuse_unknown_intrinsics``): a symbol ``llvm.*`` it leaves undefined is
+a name that is no intrinsic, refused when the function is built, not when it is loaded.
 """
 from __future__ import annotations
 
@@ -17,7 +22,12 @@ import re
 import subprocess
 import sys
 
-from ...ir.errors import TVMSError
+from ...ir import expr as E
+from ...ir import stmt as S
+from ...ir.errors import ScriptError, TVMSError
+from ...ir.function import PrimFunc
+from ...ir.object_symbols import undefined_symbols
+from ...ir.visitor import collect
 
 # LLVM's target prefixes of intrinsic names (``llvm.<prefix>.<name>``)
 TARGET_PREFIXES = ("aarch64", "amdgcn", "arm", "bpf", "dx", "hexagon", "loongarch", "mips", "nvvm", "ppc",
@@ -53,6 +63,49 @@ def refuse_foreign_intrinsic(symbol: str) -> None:
     if prefix != host_prefix(triple):
         raise TVMSError(f"the LLVM intrinsic {symbol} is one of the {prefix} target; the llvm target compiles "
                         f"for this machine ({triple}), whose instructions have no such intrinsic")
+
+
+def refuse_unknown_intrinsics(func: PrimFunc, object_code: bytes) -> None:
+    """Refuse the code of ``func`` where it calls an ``llvm.*`` name that LLVM does not know as an
+    intrinsic (the object code leaves it undefined); a ScriptError at the statement that calls it
+    where the function has a span there."""
+    import llvmlite.binding as llvm  # (a dependency; imported where the code generator runs)
+
+    unknown = [name for name in undefined_symbols(llvm.ObjectFileRef.from_data(object_code))
+               if name.startswith("llvm.")]
+    if not unknown:
+        return
+    call = _call_of(func, unknown[0])
+    if call is None:  # (not a name the function wrote: the code generator's own)
+        raise TVMSError(f"the generated code calls {unknown[0]}, which is not an LLVM intrinsic")
+    version = ".".join(map(str, llvm.llvm_version_info))
+    takes = ", ".join(str(a.dtype) for a in call.args[1:]) or "no arguments"
+    message = (f"T.{call.op.name.removeprefix('tir.')}: LLVM {version} has no intrinsic {call.args[0].value!r} "
+               f"of {takes} returning {call.dtype}: the code would call a function of that name, "
+               f"which nothing defines")
+    span = _innermost_span(func, call)
+    raise ScriptError(message, span) if span is not None else TVMSError(message)
+
+
+def _call_of(func: PrimFunc, symbol: str) -> E.Call | None:
+    """The first ``T.call_llvm_intrin`` of ``func`` that names ``symbol``."""
+    for call in collect(func.body, E.Call):
+        if getattr(call.op, "name", "") in ("tir.call_llvm_intrin", "tir.call_llvm_pure_intrin") and \
+                call.args and isinstance(call.args[0], E.StringImm) and call.args[0].value == symbol:
+            return call
+    return None
+
+
+def _innermost_span(func: PrimFunc, call: E.Call):
+    """The span of the innermost statement with one that holds ``call`` (None where none has)."""
+    holding = [s for s in collect(func.body, S.Stmt)
+               if s.span is not None and any(c is call for c in collect(s, E.Call))]
+    innermost = holding[0] if holding else None
+    for stmt in holding[1:]:  # (pre-order: those inside the one found so far come next)
+        if not any(inner is stmt for inner in collect(innermost, S.Stmt)):
+            break
+        innermost = stmt
+    return innermost.span if innermost is not None else None
 
 
 # (run by a fresh interpreter: only llvmlite, the IR on stdin; exit 0 when it compiles, 3 when

@@ -8,6 +8,7 @@ vector arithmetic (LLVM would scalarize its own ``llvm.exp`` of a vector into li
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -16,7 +17,7 @@ from llvmlite import ir
 from ...ir.dtype import DataType, float_limits
 from ...ir.errors import TVMSError
 from . import llvm_types as T
-from .llvm_intrinsic_check import TARGET_PREFIXES, refuse_foreign_intrinsic
+from .llvm_intrinsic_check import refuse_foreign_intrinsic, target_prefix
 from .llvm_vector_math import vector_math
 
 # TensorIR name -> LLVM intrinsic (overloaded on the float type, vectors included)
@@ -235,8 +236,8 @@ def _call_extern(builder: ir.IRBuilder, call, args: list) -> ir.Value:
 
 def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     """``T.call_llvm_pure_intrin("float32x8", "llvm.fmuladd", a, b, c)``, as TVM's LowerIntrin
-    writes it: an LLVM intrinsic by name, overloaded on the result type (target-specific ones,
-    ``llvm.x86.*``, are not overloaded)."""
+    writes it: an LLVM intrinsic by name, named as LLVM names it for the call's types (an
+    overloaded one by its types; target-specific ones, ``llvm.x86.*``, as written)."""
     symbol = getattr(call.args[0], "value", None)
     if not isinstance(symbol, str) or not symbol.startswith("llvm."):
         raise TVMSError(f"T.{call.op.name.split('.', 1)[-1]} needs the LLVM intrinsic's name "
@@ -253,6 +254,22 @@ def _call_llvm_intrin(builder: ir.IRBuilder, call, args: list) -> ir.Value:
     # vector call says its lanes (SSE2's pmaddwd makes 4 int32 lanes of 8 int16 ones)
     lanes = call.dtype.lanes if call.dtype.lanes > 1 else max([1] + [T.lanes_of(v) for v in values])
     ret = T.with_lanes(T.scalar_type(call.dtype), lanes)
-    overloaded = not any(symbol.startswith(f"llvm.{arch}.") for arch in TARGET_PREFIXES)
-    name = f"{symbol}.{_suffix(ret)}" if overloaded else symbol
-    return builder.call(declare(builder.module, name, ret, [v.type for v in values]), values)
+    arg_types = [v.type for v in values]
+    name = symbol if target_prefix(symbol) else _intrinsic_name(symbol, str(ret), tuple(map(str, arg_types)))
+    return builder.call(declare(builder.module, name, ret, arg_types), values)
+
+
+@functools.lru_cache(maxsize=256)
+def _intrinsic_name(symbol: str, ret: str, args: tuple) -> str:
+    """The name LLVM gives the target-independent intrinsic ``symbol`` returning ``ret`` of
+    ``args`` (LLVM's type names: ``float``, ``<4 x i32>``). LLVM names an overloaded one by its
+    types (``llvm.sqrt.f32``, of ``llvm.sqrt`` and of ``llvm.sqrt.f64`` written for a float); it
+    leaves as written one that is not overloaded (``llvm.readcyclecounter``) and a name that is
+    no intrinsic of these types, which the object code then shows (``refuse_unknown_intrinsics``)."""
+    from .llvm_target import require_llvm
+
+    try:
+        module = require_llvm().parse_assembly(f'declare {ret} @"{symbol}"({", ".join(args)})')
+    except RuntimeError:  # (a name LLVM cannot read: the module's own parse reports it)
+        return symbol
+    return next(iter(module.functions)).name

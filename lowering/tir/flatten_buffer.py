@@ -77,7 +77,7 @@ class _Flattener(LoopRangeMutator):
     def visit_BufferStore(self, store: BufferStore) -> BufferStore:
         value = self.visit(store.value)
         indices = tuple(self.visit(i) for i in store.indices)
-        return BufferStore(self.flat_of(store.buffer), value, self.offset(store.buffer, indices))
+        return BufferStore(self.flat_of(store.buffer), value, self.offset(store.buffer, indices), span=store.span)
 
     def visit_AllocBuffer(self, alloc: AllocBuffer) -> AllocBuffer:
         self.flats[alloc.buffer] = flat = flat_buffer(alloc.buffer)

@@ -68,7 +68,7 @@ class _StmtSimplifier(LoopRangeMutator):
         value = self.visit(store.value)
         if self.values and value.dtype.is_integer and value.dtype.lanes == 1 and _pure(value):
             value = self.bound_value(value)  # (an integer stored: simplified as TVM's simplifier does)
-        store = BufferStore(store.buffer, value, tuple(self.index(i) for i in store.indices))
+        store = BufferStore(store.buffer, value, tuple(self.index(i) for i in store.indices), span=store.span)
         if self.values and _reads_itself(store):
             return Evaluate(const(0, "int32"))
         return store
