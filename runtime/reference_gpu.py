@@ -217,7 +217,7 @@ class _Tracks:
     views of one allocation, as in merged shared memory, share it, so that they race with each
     other as one buffer; a uint8 allocation that float32 views access is tracked by 4 bytes)."""
 
-    __slots__ = ("nbytes", "unit", "written", "read", "written_at", "read_at")
+    __slots__ = ("nbytes", "unit", "written", "read", "written_at", "read_at", "earlier_readers")
 
     def __init__(self, nbytes: int) -> None:
         self.nbytes = nbytes
@@ -227,6 +227,33 @@ class _Tracks:
         # the writer's and the reader's arrival counts at the access (Block.ordered)
         self.written_at: list = []
         self.read_at: list = []
+        # the readers of a piece before its last one, since the barrier at ``clock``: piece ->
+        # (clock, {thread: its latest arrival count at a read}) (few pieces have two readers, and
+        # once an mbarrier may order the last reader before a write, the others must be checked too)
+        self.earlier_readers: dict = {}
+
+    def read_by(self, piece: int, me: int, clock: int, count: int) -> None:
+        """Thread ``me`` reads ``piece`` at its arrival count ``count``; a reader since the barrier
+        that it replaces as the last one is kept among the earlier readers."""
+        last = self.read[piece]
+        if last >= clock and last != clock + me:
+            seen, readers = self.earlier_readers.get(piece, (clock, None))
+            if readers is None or seen != clock:
+                readers = {}
+                self.earlier_readers[piece] = (clock, readers)
+            thread, at = last - clock, self.read_at[piece]
+            if at >= readers.get(thread, 0):
+                readers[thread] = at
+        self.read[piece], self.read_at[piece] = clock + me, count
+
+    def readers_since(self, piece: int, clock: int) -> list:
+        """Every (thread, arrival count) that read ``piece`` since the barrier at ``clock``."""
+        last = self.read[piece]
+        found = [(last - clock, self.read_at[piece])] if last >= clock else []
+        seen, readers = self.earlier_readers.get(piece, (clock - 1, None))
+        if seen == clock:
+            found += readers.items()
+        return found
 
     def fit(self, itemsize: int) -> None:
         """Track pieces of at most ``itemsize`` bytes (keeping what is known)."""
@@ -239,6 +266,8 @@ class _Tracks:
             self.written, self.read, self.written_at, self.read_at = (
                 [v for v in values for _ in range(parts)]
                 for values in (self.written, self.read, self.written_at, self.read_at))
+            self.earlier_readers = {piece * parts + k: (seen, dict(readers))
+                                    for piece, (seen, readers) in self.earlier_readers.items() for k in range(parts)}
             self.unit = itemsize
 
 
@@ -282,14 +311,14 @@ class Shared:
             w = tracks.written[i]
             if w >= clock and w != clock + me and not block.ordered(w - clock, tracks.written_at[i], me):
                 raise self._race(stmt, me, w - clock, i, "reads")
-            tracks.read[i], tracks.read_at[i] = clock + me, count
+            tracks.read_by(i, me, clock, count)
             return self.data[i]
         for j in (i,) if type(i) is int and 0 <= i < self.size else self._indices(i):
             for p in self._pieces(j):
                 w = tracks.written[p]
                 if w >= clock and w != clock + me and not block.ordered(w - clock, tracks.written_at[p], me):
                     raise self._race(stmt, me, w - clock, j, "reads")
-                tracks.read[p], tracks.read_at[p] = clock + me, count
+                tracks.read_by(p, me, clock, count)
         return self.data[i]
 
     def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:
@@ -342,10 +371,12 @@ class Shared:
         tracks, clock = self.tracks, block.clock
         for p in self._pieces(i):
             if changed:
-                for who, at, what in ((tracks.written[p], tracks.written_at[p], "writes"),
-                                      (tracks.read[p], tracks.read_at[p], "overwrites")):
-                    if who >= clock and who != clock + me and not block.ordered(who - clock, at, me):
-                        raise self._race(stmt, me, who - clock, i, what)
+                who = tracks.written[p]
+                if who >= clock and who != clock + me and not block.ordered(who - clock, tracks.written_at[p], me):
+                    raise self._race(stmt, me, who - clock, i, "writes")
+                for reader, at in tracks.readers_since(p, clock):
+                    if reader != me and not block.ordered(reader, at, me):
+                        raise self._race(stmt, me, reader, i, "overwrites")
             tracks.written[p], tracks.written_at[p] = clock + me, block.arrivals.get(me, 0)
 
     def _indices(self, i: Any) -> list:

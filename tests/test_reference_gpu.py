@@ -542,6 +542,25 @@ def f(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
         run_prim_func(func, np.ones(32, "float32"), np.zeros(1, "float32"))
 
 
+
+def test_a_write_races_with_every_reader_since_the_barrier_not_only_the_last() -> None:
+    """Thread 1 reads S[0] after thread 0 did, then writes it: thread 0's read still races with it."""
+    func = load("""
+@T.prim_func
+def f(A: T.Buffer((2,), "float32")):
+    S = T.alloc_shared((1,))
+    tx = T.launch_thread("threadIdx.x", 2)
+    if tx == 0:
+        S[0] = T.float32(1)
+    T.tvm_storage_sync("shared")
+    A[tx] = S[0]
+    if tx == 1:
+        S[0] = T.float32(2)
+""")
+    with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=1\) overwrites element 0, which thread "
+                                        r"\(threadIdx.x=0\) accessed since the last barrier"):
+        run_prim_func(func, np.zeros(2, "float32"))
+
 def test_race_in_a_condition_names_its_statement() -> None:
     func = load("""
 @T.prim_func

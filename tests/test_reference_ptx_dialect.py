@@ -672,6 +672,32 @@ elif tx == 2:
     assert r[2] == 42
 
 
+
+def test_a_reader_no_mbarrier_orders_still_races_with_a_write_after_a_later_ordered_reader() -> None:
+    """Threads 0 and 1 read S[0]; only thread 1 arrives, and thread 2 writes S[0] after its wait:
+    the write is ordered after thread 1's read, not after thread 0's (which the executor had
+    forgotten once thread 1 read after it)."""
+    r = np.zeros(4, "int32")
+    with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=2\) of block \(blockIdx.x=0\) overwrites element 0, "
+                                        r"which thread \(threadIdx.x=0\) accessed since the last barrier"):
+        run('R: T.Buffer((4,), "int32")', f"""
+bar = T.alloc_shared((1,), "uint64")
+S = T.alloc_shared((4,), "int32")
+done: T.uint32
+if tx == 0:
+    T.ptx.mbarrier({MBARRIER}, T.uint32(1), "init", "", "shared", "b64", "")
+    S[0] = 1
+T.tvm_storage_sync("shared")
+if tx == 0:
+    R[0] = S[0]
+if tx == 1:
+    R[1] = S[0]
+    T.ptx.mbarrier({MBARRIER}, "arrive", "", "", "shared", "b64", "")
+if tx == 2:
+    T.ptx.mbarrier(done, {MBARRIER}, T.uint32(0), "try_wait", "parity", "", "", "", "shared", "b64", "")
+    S[0] = 5
+""", r, threads=4)
+
 ARRIVE_DROP = f"""
 bar = T.alloc_shared((1,), "uint64")
 S = T.alloc_shared((4,), "int32")
