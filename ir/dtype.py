@@ -4,6 +4,7 @@ and ``string``: the element of a tensor of text (ONNX's string tensors; TVM has 
 only the run-time string functions and the VM read such tensors, never a kernel)."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, NamedTuple
 
@@ -117,6 +118,36 @@ class DataType:
         if self.is_uint:
             return 0 <= value < 1 << self.bits
         return -(1 << (self.bits - 1)) <= value < 1 << (self.bits - 1)
+
+    def literal_range(self) -> "tuple[float, float] | None":
+        """The values a literal of this float type may be written with, as TVM 0.27's FloatImm
+        bounds them (None: unbounded, as float64), infinities and NaN aside. TVM's bounds are its
+        own: some are above the type's largest value (bfloat16, float8_e4m3, float8_e3m4,
+        float8_e8m0fnu), where such a literal rounds to infinity as the code generators round it.
+        (TVM also refuses negative literals of the fnuz float8 types, which have negative values;
+        tvms refuses them only for float8_e8m0fnu, which has none.)"""
+        top = _LITERAL_BOUNDS.get(self.element_of.name)
+        if top is None:
+            return None
+        return (0.0 if self.element_of.name == "float8_e8m0fnu" else -top), top
+
+
+def float_literal_refusal(dtype: "DataType", value: float) -> "str | None":
+    """Why ``value`` cannot be written as a literal of the float type ``dtype`` (its range as TVM
+    0.27 bounds it: ``DataType.literal_range``), or None."""
+    bounds = dtype.literal_range()
+    if bounds is None or not math.isfinite(value) or bounds[0] <= value <= bounds[1]:
+        return None
+    return f"{value!r} is out of the range of {dtype} literals ({bounds[0]!r} to {bounds[1]!r})"
+
+
+# (TVM 0.27's support/limits.h and FloatImm's checks)
+_LITERAL_BOUNDS = {
+    "float32": 3.4028234663852886e38, "float16": 65504.0, "bfloat16": 3.895313892515354759e38,
+    "float8_e3m4": 31.0, "float8_e4m3": 448.0, "float8_e4m3b11fnuz": 30.0, "float8_e4m3fn": 448.0,
+    "float8_e4m3fnuz": 448.0, "float8_e5m2": 57344.0, "float8_e5m2fnuz": 57344.0,
+    "float8_e8m0fnu": 2.0 ** 128, "float6_e2m3fn": 7.5, "float6_e3m2fn": 28.0, "float4_e2m1fn": 6.0,
+}
 
 
 def _parse(name: str) -> tuple[str, int, int, bool, str]:

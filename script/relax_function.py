@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir import relax as rx
-from ..ir.dtype import DataType
+from ..ir.dtype import DataType, float_literal_refusal
 from ..ir.errors import TVMSError
 from ..ir.expr import Op, Var as TirVar, const
 from ..ir.module import GlobalVar
@@ -484,6 +484,9 @@ def _typed_numbers(value: Any, declared: Any, refuse: Any) -> Any:
         return value
     dtype = declared.dtype
     if dtype.is_float:
+        refusal = float_literal_refusal(dtype, float(value))
+        if refusal:
+            raise refuse(refusal)
         return const(float(value), dtype)
     if type(value) is int and dtype.is_integer and not dtype.is_bool:
         if not dtype.holds_int(value):

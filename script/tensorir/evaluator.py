@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ...ir import arith, op as op_registry, ptx
 from ...ir.buffer import Buffer, BufferRegion
-from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, is_dtype_name
+from ...ir.dtype import SHORTHANDS as DTYPE_SHORTHANDS, DataType, float_literal_refusal, is_dtype_name
 from ...ir.errors import ScriptError, Source, TVMSError
 from ...ir.index_map import IndexMap
 from ...ir.module import GlobalVar
@@ -502,7 +502,10 @@ class ExprEvaluator:
             raise self.error(syn, f"T.{dtype}(...) takes one value")
         value = args[0]
         if isinstance(value, bool) or isinstance(value, (int, float)):
-            if dtype.is_float:  # (beyond its range: infinity, as the code generators round it; TVM refuses it)
+            if dtype.is_float:
+                refusal = float_literal_refusal(dtype, float(value))
+                if refusal:
+                    raise self.error(syn, refusal)
                 return FloatImm(dtype, float(value))
             if isinstance(value, float) and not value.is_integer():
                 raise self.error(syn, f"{value!r} is not a value of type {dtype}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...ir import arith
 from ...ir.buffer import Buffer, decl_buffer
-from ...ir.dtype import DataType, handle, is_dtype_name
+from ...ir.dtype import DataType, float_literal_refusal, handle, is_dtype_name
 from ...ir.errors import TVMSError
 from ...ir.expr import BufferLoad, Call, FloatImm, IntImm, PointerType, PrimExpr, Var, const
 from ...ir.op import get_op
@@ -33,6 +33,9 @@ def _converted(value: PrimExpr, dtype: DataType) -> PrimExpr:
     if not isinstance(value, (IntImm, FloatImm)):
         return arith.cast(dtype, value)
     if dtype.is_float:
+        refusal = float_literal_refusal(dtype, float(value.value))
+        if refusal:
+            raise TVMSError(refusal)
         return const(float(value.value), dtype)
     if not math.isfinite(value.value):
         raise TVMSError(f"{value.value} has no value in {dtype}")
@@ -124,6 +127,9 @@ class StatementParsing:
         if isinstance(value, BufferSlice):
             value = self.slice_load(value, value_syn)
         if isinstance(value, (int, float, bool)):
+            refusal = dest.dtype.is_float and float_literal_refusal(dest.dtype, float(value))
+            if refusal:
+                raise self.error(value_syn, refusal)
             value = arith.to_expr(value, dest)
             if value.dtype != dest.dtype:
                 value = const(value.value, dest.dtype.element_of)
