@@ -120,12 +120,13 @@ class DataType:
         return -(1 << (self.bits - 1)) <= value < 1 << (self.bits - 1)
 
     def literal_range(self) -> "tuple[float, float] | None":
-        """The values a literal of this float type may be written with, as TVM 0.27's FloatImm
-        bounds them (None: unbounded, as float64), infinities and NaN aside. TVM's bounds are its
-        own: some are above the type's largest value (bfloat16, float8_e4m3, float8_e3m4,
-        float8_e8m0fnu), where such a literal rounds to infinity as the code generators round it.
-        (TVM also refuses negative literals of the fnuz float8 types, which have negative values;
-        tvms refuses them only for float8_e8m0fnu, which has none.)"""
+        """The values a constant of this float type may hold, as TVM 0.27 bounds its literals
+        (None: unbounded, as float64 here), infinities and NaN aside: its FloatImm's bounds, under
+        float32's largest value, since TVM's parser makes every float literal a float32 constant
+        first. Some bounds are above the type's largest value (float8_e4m3, float8_e3m4): such a
+        constant rounds to infinity as the code generators round it. (TVM also refuses negative
+        literals of the fnuz float8 types, which have negative values, and float64 literals
+        beyond float32's range; tvms refuses negatives only of float8_e8m0fnu, which has none.)"""
         top = _LITERAL_BOUNDS.get(self.element_of.name)
         if top is None:
             return None
@@ -141,12 +142,13 @@ def float_literal_refusal(dtype: "DataType", value: float) -> "str | None":
     return f"{value!r} is out of the range of {dtype} literals ({bounds[0]!r} to {bounds[1]!r})"
 
 
-# (TVM 0.27's support/limits.h and FloatImm's checks)
+# (TVM 0.27's support/limits.h and FloatImm's checks, under float32's largest value)
+_FLOAT32_MAX = 3.4028234663852886e38
 _LITERAL_BOUNDS = {
-    "float32": 3.4028234663852886e38, "float16": 65504.0, "bfloat16": 3.895313892515354759e38,
+    "float32": _FLOAT32_MAX, "float16": 65504.0, "bfloat16": _FLOAT32_MAX,
     "float8_e3m4": 31.0, "float8_e4m3": 448.0, "float8_e4m3b11fnuz": 30.0, "float8_e4m3fn": 448.0,
     "float8_e4m3fnuz": 448.0, "float8_e5m2": 57344.0, "float8_e5m2fnuz": 57344.0,
-    "float8_e8m0fnu": 2.0 ** 128, "float6_e2m3fn": 7.5, "float6_e3m2fn": 28.0, "float4_e2m1fn": 6.0,
+    "float8_e8m0fnu": _FLOAT32_MAX, "float6_e2m3fn": 7.5, "float6_e3m2fn": 28.0, "float4_e2m1fn": 6.0,
 }
 
 
@@ -248,7 +250,7 @@ def ml_dtype(dtype: "str | DataType") -> Any:
 def float_limits(dtype: "str | DataType") -> tuple[float, float]:
     """The lowest and the largest finite value of the float type ``dtype``."""
     name = DataType(dtype).element_of.name
-    top = {"float16": 65504.0, "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}.get(name)
+    top = {"float16": 65504.0, "float32": _FLOAT32_MAX, "float64": 1.7976931348623157e308}.get(name)
     if top is not None:
         return -top, top
     fmt = float_format(name)

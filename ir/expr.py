@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .dtype import DataType, boolean, handle, int32
+from .dtype import DataType, boolean, float_literal_refusal, handle, int32
 from .errors import TVMSError
 from .node import EMPTY, FrozenDict, Node, aside, binds, derived, hint
 
@@ -97,6 +97,12 @@ class IntImm(PrimExpr):
 class FloatImm(PrimExpr):
     dtype: DataType
     value: float
+
+    def __post_init__(self) -> None:
+        # (as TVM's FloatImm refuses them: a constant tvms made would print as text it refuses)
+        refusal = float_literal_refusal(self.dtype, self.value)
+        if refusal:
+            raise TVMSError(refusal)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

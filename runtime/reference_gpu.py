@@ -151,6 +151,7 @@ class Block:
         # accesses happen before its own
         self.arrivals: dict = {}
         self.acquired: dict = {}
+        self.mbarriers = False  # (whether one was initialised: readers are then tracked in full)
 
     def release(self, me: int) -> dict:
         """Thread ``me`` arrives on an mbarrier: what it publishes (its accesses until now, and
@@ -217,7 +218,7 @@ class _Tracks:
     views of one allocation, as in merged shared memory, share it, so that they race with each
     other as one buffer; a uint8 allocation that float32 views access is tracked by 4 bytes)."""
 
-    __slots__ = ("nbytes", "unit", "written", "read", "written_at", "read_at", "earlier_readers")
+    __slots__ = ("nbytes", "unit", "written", "read", "written_at", "read_at", "other_read", "earlier_readers")
 
     def __init__(self, nbytes: int) -> None:
         self.nbytes = nbytes
@@ -227,29 +228,39 @@ class _Tracks:
         # the writer's and the reader's arrival counts at the access (Block.ordered)
         self.written_at: list = []
         self.read_at: list = []
-        # the readers of a piece before its last one, since the barrier at ``clock``: piece ->
-        # (clock, {thread: its latest arrival count at a read}) (few pieces have two readers, and
-        # once an mbarrier may order the last reader before a write, the others must be checked too)
+        # A write races with every reader since the barrier that nothing orders before it. Without
+        # mbarriers that is any reader but the writer, so one other reader than the last is enough
+        # (``other_read``, as ``read``; no thread has arrived then, so its count is 0). Once the
+        # block has an mbarrier, every reader is kept: piece -> (clock, {thread: its latest
+        # arrival count at a read}).
+        self.other_read: list = []
         self.earlier_readers: dict = {}
 
-    def read_by(self, piece: int, me: int, clock: int, count: int) -> None:
-        """Thread ``me`` reads ``piece`` at its arrival count ``count``; a reader since the barrier
-        that it replaces as the last one is kept among the earlier readers."""
-        last = self.read[piece]
-        if last >= clock and last != clock + me:
-            seen, readers = self.earlier_readers.get(piece, (clock, None))
-            if readers is None or seen != clock:
-                readers = {}
-                self.earlier_readers[piece] = (clock, readers)
-            thread, at = last - clock, self.read_at[piece]
-            if at >= readers.get(thread, 0):
-                readers[thread] = at
-        self.read[piece], self.read_at[piece] = clock + me, count
+    def replace_reader(self, piece: int, last: int, me: int, clock: int, mbarriers: bool) -> None:
+        """Thread ``me`` is about to become the last reader of ``piece`` in place of ``last``
+        (``clock + thread``, another thread since the barrier at ``clock``): keep ``last``, as the
+        other reader (that one being another thread than ``me``), or with ``mbarriers`` among
+        every earlier reader."""
+        if mbarriers:
+            self.keep_reader(piece, last, clock)
+        elif self.other_read[piece] < clock or self.other_read[piece] == clock + me:
+            self.other_read[piece] = last
+
+    def keep_reader(self, piece: int, last: int, clock: int) -> None:
+        """The block has mbarriers: ``last`` (``clock + thread``), the last reader of ``piece``
+        until now, joins its earlier readers."""
+        seen, readers = self.earlier_readers.get(piece, (clock, None))
+        if readers is None or seen != clock:
+            readers = {}
+            self.earlier_readers[piece] = (clock, readers)
+        at = self.read_at[piece]
+        if at >= readers.get(last - clock, 0):
+            readers[last - clock] = at
 
     def readers_since(self, piece: int, clock: int) -> list:
         """Every (thread, arrival count) that read ``piece`` since the barrier at ``clock``."""
-        last = self.read[piece]
-        found = [(last - clock, self.read_at[piece])] if last >= clock else []
+        found = [(who - clock, at) for who, at in ((self.read[piece], self.read_at[piece]),
+                                                   (self.other_read[piece], 0)) if who >= clock]
         seen, readers = self.earlier_readers.get(piece, (clock - 1, None))
         if seen == clock:
             found += readers.items()
@@ -259,13 +270,14 @@ class _Tracks:
         """Track pieces of at most ``itemsize`` bytes (keeping what is known)."""
         if not self.unit:
             self.unit = itemsize
-            self.written, self.read = [-1] * (self.nbytes // itemsize), [-1] * (self.nbytes // itemsize)
-            self.written_at, self.read_at = [0] * (self.nbytes // itemsize), [0] * (self.nbytes // itemsize)
+            count = self.nbytes // itemsize
+            self.written, self.read, self.other_read = [-1] * count, [-1] * count, [-1] * count
+            self.written_at, self.read_at = [0] * count, [0] * count
         elif itemsize < self.unit:
             parts = self.unit // itemsize
-            self.written, self.read, self.written_at, self.read_at = (
+            self.written, self.read, self.other_read, self.written_at, self.read_at = (
                 [v for v in values for _ in range(parts)]
-                for values in (self.written, self.read, self.written_at, self.read_at))
+                for values in (self.written, self.read, self.other_read, self.written_at, self.read_at))
             self.earlier_readers = {piece * parts + k: (seen, dict(readers))
                                     for piece, (seen, readers) in self.earlier_readers.items() for k in range(parts)}
             self.unit = itemsize
@@ -311,14 +323,20 @@ class Shared:
             w = tracks.written[i]
             if w >= clock and w != clock + me and not block.ordered(w - clock, tracks.written_at[i], me):
                 raise self._race(stmt, me, w - clock, i, "reads")
-            tracks.read_by(i, me, clock, count)
+            last = tracks.read[i]
+            if last >= clock and last != clock + me:  # (another reader since the barrier)
+                tracks.replace_reader(i, last, me, clock, block.mbarriers)
+            tracks.read[i], tracks.read_at[i] = clock + me, count
             return self.data[i]
         for j in (i,) if type(i) is int and 0 <= i < self.size else self._indices(i):
             for p in self._pieces(j):
                 w = tracks.written[p]
                 if w >= clock and w != clock + me and not block.ordered(w - clock, tracks.written_at[p], me):
                     raise self._race(stmt, me, w - clock, j, "reads")
-                tracks.read_by(p, me, clock, count)
+                last = tracks.read[p]
+                if last >= clock and last != clock + me:
+                    tracks.replace_reader(p, last, me, clock, block.mbarriers)
+                tracks.read[p], tracks.read_at[p] = clock + me, count
         return self.data[i]
 
     def store(self, i: Any, value: Any, me: int, stmt: Any) -> None:

@@ -130,6 +130,7 @@ def init(ctx: tuple, m: dict, address: Address, count: int, *_: Any) -> tuple:
     if not 1 <= count < 1 << 20:
         raise TVMSError(f"mbarrier.init with an expected count of {count} (PTX: 1 to 2^20 - 1)")
     block.memory[_barrier_key(address, "mbarrier.init")] = MBarrier(count, count)
+    block.mbarriers = True
     return ()
 
 

@@ -104,7 +104,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         else:
             value = self.ev(last.value)
             if declared is not None and _holds_numbers(value):
-                value = _typed_numbers(value, declared, lambda message: self.error(last.value, message))
+                value = _typed_numbers(value, declared, None)
             body = self.to_relax(value, last.value)
         body = self.bind_operand(body, current)  # a call returned is bound first, as in TVM
         if current:
@@ -474,7 +474,9 @@ def _typed_numbers(value: Any, declared: Any, refuse: Any) -> Any:
     """Bare numbers under a scalar's annotation are of the annotation's type, as TVM 0.27 writes an
     integer scalar of any type (``k: T.int32 = 3``, ``g: R.Tuple(T.int32, T.int64) = 3, 4``); an
     integer out of the type's range is refused (``refuse(message)`` makes the error), as TVM
-    refuses it. (A float type takes an integer too, where TVM asks for ``3.0``.)"""
+    refuses it. (A float type takes an integer too, where TVM asks for ``3.0``.) Without ``refuse``
+    (a ``return``, whose numbers TVM leaves int64 or float64 whatever the annotation), a number
+    out of the type's range stays as TVM reads it."""
     if isinstance(value, tuple):
         if isinstance(declared, TupleStructInfo) and len(declared.fields) == len(value):
             return tuple(_typed_numbers(v, d, refuse) for v, d in zip(value, declared.fields))
@@ -485,11 +487,15 @@ def _typed_numbers(value: Any, declared: Any, refuse: Any) -> Any:
     dtype = declared.dtype
     if dtype.is_float:
         refusal = float_literal_refusal(dtype, float(value))
+        if refusal and refuse is None:
+            return value
         if refusal:
             raise refuse(refusal)
         return const(float(value), dtype)
     if type(value) is int and dtype.is_integer and not dtype.is_bool:
         if not dtype.holds_int(value):
+            if refuse is None:
+                return value
             raise refuse(f"{value} is out of the range of {dtype}")
         return const(value, dtype)
     return value

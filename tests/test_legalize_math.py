@@ -286,3 +286,16 @@ def test_argmax_and_argmin_of_bool_find_the_first_as_numpy() -> None:
         a, b = (t.numpy() for t in vm["main"](tvms.nd.array(x)))
         np.testing.assert_array_equal(a, np.argmax(x, axis=1))
         assert b == np.argmin(x)
+
+
+def test_a_clip_bound_beyond_the_types_literal_range_is_refused_by_legalize() -> None:
+    """As TVM 0.27's LegalizeOps refuses it ("Literal value 70000 exceeds maximum of float16"):
+    tvms had made T.float16(70000.0), printed as text it does not read back."""
+    mod = from_source('''
+@R.function
+def main(x: R.Tensor((4,), "float16")) -> R.Tensor((4,), "float16"):
+    y = R.clip(x, -70000.0, 70000.0)
+    return y
+''')
+    with pytest.raises(TVMSError, match=re.escape("-70000.0 is out of the range of float16 literals")):
+        LegalizeOps()(IRModule({"main": mod}))
