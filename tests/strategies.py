@@ -34,6 +34,7 @@ failing round-trip can be told apart from a generator bug.
 """
 from __future__ import annotations
 
+import math
 import functools
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -175,8 +176,11 @@ def draw_constant(draw: Callable, dtype: DataType) -> PrimExpr:
         value = (draw(_between(0, 16)) if form == 0 else -draw(_between(1, 16)) if form == 1
                  else pick(draw, (lo, hi)) if form == 2 else draw(_between(lo, hi)))
         return IntImm(dtype, value)
-    value = pick(draw, SPECIAL_FLOATS) if coin(draw) is False else draw(_FLOATS32)
-    return FloatImm(dtype, float(value))
+    value = float(pick(draw, SPECIAL_FLOATS) if coin(draw) is False else draw(_FLOATS32))
+    lo, hi = dtype.literal_range() or (value, value)
+    if math.isfinite(value):  # (beyond them, TVM and tvms refuse a literal: its bounds stand in)
+        value = min(max(value, lo), hi)
+    return FloatImm(dtype, value)
 
 
 def draw_small(draw: Callable, dtype: DataType, lo: int = 0, hi: int = 8) -> IntImm:

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..dtype import DataType
+from ..dtype import DataType, float_literal_refusal
 from ..errors import TVMSError
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Cast, CmpOp, Div, FloatImm, FloorDiv,
                    FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Sub, const, wrap_int)
@@ -101,7 +101,10 @@ def _literal(value: Any, other: PrimExpr, adopt: bool) -> PrimExpr:
 
 def convert(dtype: DataType, e: PrimExpr) -> PrimExpr:
     """``e`` as ``dtype``, as TVM's cast makes it: a Cast, or for a constant, the constant of that
-    type (an integer that does not fit it refused)."""
+    type (an integer that does not fit it refused; a number beyond a float type's literals stays
+    a Cast, which rounds it to infinity where TVM refuses it)."""
+    if isinstance(e, (IntImm, FloatImm)) and dtype.is_float and float_literal_refusal(dtype, float(e.value)):
+        return Cast(dtype, e)
     if isinstance(e, IntImm) and e.dtype.lanes == 1 and dtype.lanes == 1:
         if dtype.is_float:
             return const(float(e.value), dtype)
