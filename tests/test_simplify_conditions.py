@@ -13,7 +13,7 @@ import pathlib
 import pytest
 
 import tvms  # noqa: F401  (registers the printer)
-from tvms.ir.arith import AFFINE, Analyzer
+from tvms.ir.arith import AFFINE, CANONICAL, Analyzer
 from tvms.ir.dtype import DataType
 from tvms.ir.expr import (EQ, GE, GT, LE, LT, NE, And, Call, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Not,
                           Or, Select, Var)
@@ -79,6 +79,28 @@ def test_simplify_keeps_values(case: str) -> None:
     before, after = compile_expr(e), compile_expr(simplified)
     for env in POINTS:
         assert bool(after(env)) == bool(before(env)) if e.dtype.is_bool else after(env) == before(env), env
+
+
+def _constrained_golden() -> list:
+    return [tuple(line.split(" -> ")) for line in (HERE / "tvm_0.27_constrained.txt").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("pair, expected", _constrained_golden())
+def test_simplify_within_a_constraint_as_tvm(pair: str, expected: str) -> None:
+    """What a branch knows of its condition (``Analyzer.constraint``, TVM's ``constraint_scope``):
+    the condition is True there, its negation False, a variable compared with a constant has its
+    range narrowed (``i // 4`` is 0 under ``i < 4``), yet stays itself (``i`` under ``i == 0``); the
+    answer keeps the case's value at every point of the grid that meets the constraint."""
+    constraint, case = (eval(part, dict(NAMES)) for part in pair.split(" ;; "))
+    analyzer = _analyzer(CANONICAL)
+    with analyzer.constraint(analyzer.simplify(constraint)):
+        simplified = analyzer.simplify(case)
+    assert simplified.script() == expected
+    assert analyzer.simplify(case).script() == _analyzer(CANONICAL).simplify(case).script()  # (left behind)
+    meets, before, after = compile_expr(constraint), compile_expr(case), compile_expr(simplified)
+    for env in POINTS:
+        if bool(meets(env)):
+            assert after(env) == before(env), env
 
 
 def test_affine_mode_folds_constants_only() -> None:

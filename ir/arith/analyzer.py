@@ -24,14 +24,16 @@ sum it does not reorder:
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from math import gcd
 from typing import Optional
 
 from ..dtype import DataType
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
-                    Sub, Var, const, wrap_int)
-from .conditions import decide, is_condition, simplify_condition
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Call, Cast, FloorDiv, FloorMod, IntImm, Max, Min,
+                    Mul, PrimExpr, Sub, Var, const, wrap_int)
+from ..visitor import walk
+from .conditions import decide, is_condition, negate, simplify_condition
 from .split_sum import SplitTerm, Sum, expr_key, merge_terms, sum_to_expr, tvm_order
 
 SCHEDULE = "schedule"
@@ -55,6 +57,8 @@ class Analyzer:
         # terms of one scale as written (``fused % 112 + w_2``), where TVM's order puts mods last
         self.iter_map_order = iter_map_order
         self._ranges: dict[int, tuple[int, int]] = {}
+        self._known: dict = {}  # expr_key of a condition known to hold (or not) -> True (False)
+        self._narrowed: dict[int, tuple[int, int]] = {}  # a variable's range within a constraint
 
     def bind(self, var: Var, min_value: int, extent: int) -> None:
         """``var`` takes the values ``min_value .. min_value + extent - 1``."""
@@ -64,7 +68,73 @@ class Analyzer:
         """An analyzer in ``mode`` that knows the same ranges (and sees later bindings)."""
         other = Analyzer(mode)
         other._ranges = self._ranges
+        other._known = self._known
+        other._narrowed = self._narrowed
         return other
+
+    @contextmanager
+    def constraint(self, cond: PrimExpr):
+        """Within: ``cond`` (simplified) is known to hold, as in TVM's ConstraintContext. Its rewrite
+        simplifier keeps each conjunct without side effects as a literal constraint: the conjunct
+        simplifies to True, its negation to False (``tx == 0`` under ``if tx == 0``); its bound
+        analysis narrows the range of a variable compared with a constant (under ``if tx < 32``,
+        ``tx // 32`` is 0 and ``tx < 64`` True)."""
+        added, narrowed = [], {}
+        for part in _conjuncts(cond):
+            if not _side_effect_free(part):
+                continue
+            for literal, value in ((part, True), (negate(self, part), False)):
+                key = expr_key(literal)
+                if key not in self._known:
+                    self._known[key] = value
+                    added.append(key)
+            var_range = self._range_under(part)
+            if var_range is not None:
+                var, lo, hi = var_range
+                narrowed.setdefault(id(var), self._narrowed.get(id(var)))
+                self._narrowed[id(var)] = (lo, hi)
+        try:
+            yield
+        finally:
+            for key in added:
+                del self._known[key]
+            for var_id, before in narrowed.items():
+                if before is None:
+                    del self._narrowed[var_id]
+                else:
+                    self._narrowed[var_id] = before
+
+    def _range_under(self, part: PrimExpr) -> Optional[tuple]:
+        """``(var, lo, hi)``: the range of a variable of known range that ``part`` compares with a
+        constant (``x < c``, ``c <= x``, ``x == c``), narrowed by it; None otherwise, or when no value
+        is left (a branch that never runs keeps the ranges it had)."""
+        if not isinstance(part, (LT, LE, EQ)):
+            return None
+        a, b = part.a, part.b
+        if isinstance(a, Var) and isinstance(b, IntImm) and not b.dtype.is_bool:
+            var, c, var_left = a, b.value, True
+        elif isinstance(b, Var) and isinstance(a, IntImm) and not a.dtype.is_bool:
+            var, c, var_left = b, a.value, False
+        else:
+            return None
+        current = self.bound(var)
+        if current is None:
+            return None
+        lo, hi = current
+        if isinstance(part, EQ):
+            lo, hi = max(lo, c), min(hi, c)
+        elif var_left:  # x < c, x <= c
+            hi = min(hi, c - 1 if isinstance(part, LT) else c)
+        else:  # c < x, c <= x
+            lo = max(lo, c + 1 if isinstance(part, LT) else c)
+        return (var, lo, hi) if lo <= hi else None
+
+    def known(self, cond: PrimExpr) -> PrimExpr:
+        """``cond`` as True or False when an entered constraint says so, else ``cond``."""
+        if not self._known or _is_bool_constant(cond):
+            return cond
+        value = self._known.get(expr_key(cond))
+        return cond if value is None else const(value, "bool")
 
     # ------------------------------------------------------------ entry points
     def simplify(self, e: PrimExpr) -> PrimExpr:
@@ -72,9 +142,11 @@ class Analyzer:
         ``not``, selection) simplified as TVM does (``conditions.py``); other expressions come back
         unchanged."""
         if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr):
-            return e  # (the common case, first: constants and variables are their own form)
+            # (the common case, first: constants and variables are their own form; a boolean
+            # variable may be a known condition)
+            return self.known(e) if isinstance(e, Var) and e.dtype.is_bool else e
         if e.dtype.lanes == 1 and is_condition(e):
-            return simplify_condition(self, e)
+            return self.known(simplify_condition(self, e))
         if not e.dtype.is_integer:
             return e
         if self.mode == AFFINE and isinstance(e, Cast) or self.mode != AFFINE and e.dtype.lanes != 1:
@@ -89,14 +161,16 @@ class Analyzer:
         b = self.bound(e)
         return b is not None and b[1] < bound
 
-    def bound(self, e: PrimExpr) -> Bound:
-        """Inclusive integer bounds of ``e`` by interval arithmetic, or None."""
+    def bound(self, e: PrimExpr, constrained: bool = True) -> Bound:
+        """Inclusive integer bounds of ``e`` by interval arithmetic, or None; ``constrained``: with
+        the ranges the entered constraints narrowed (else the ranges bound alone)."""
         if isinstance(e, IntImm):
             return (e.value, e.value)
         if isinstance(e, Var):
-            return self._ranges.get(id(e))
+            narrowed = self._narrowed.get(id(e)) if constrained and self._narrowed else None
+            return narrowed or self._ranges.get(id(e))
         if isinstance(e, (Add, Sub, Mul, Min, Max)):
-            a, b = self.bound(e.a), self.bound(e.b)
+            a, b = self.bound(e.a, constrained), self.bound(e.b, constrained)
             if a is None or b is None:
                 return None
             if isinstance(e, Add):
@@ -109,7 +183,7 @@ class Analyzer:
             pick = min if isinstance(e, Min) else max
             return (pick(a[0], b[0]), pick(a[1], b[1]))
         if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
-            a, d = self.bound(e.a), e.b.value
+            a, d = self.bound(e.a, constrained), e.b.value
             if isinstance(e, FloorMod):
                 return a if a is not None and a[0] >= 0 and a[1] < d else (0, d - 1)
             return None if a is None else (a[0] // d, a[1] // d)
@@ -145,6 +219,9 @@ class Analyzer:
             quotient = self.exact_quotient(e.a, e.b)
             if quotient is not None:
                 return quotient
+        if e.dtype.lanes == 1 and is_condition(e):  # (a selection: simplified, its branch when decided)
+            chosen = self.known(simplify_condition(self, e))
+            return self.atom(chosen) if is_condition(chosen) else self.canonical(chosen)
         if isinstance(e, (FloorDiv, FloorMod, Min, Max)):  # its operands are simplified
             a, b = self.simplify(e.a), self.simplify(e.b)
             if isinstance(e, (Min, Max)) and isinstance(a, IntImm) and isinstance(b, IntImm):
@@ -325,7 +402,9 @@ class Analyzer:
             return None
         b = self.bound(t.index)
         if b is not None and b[0] >= 0:
-            if b[1] < t.lower:
+            # (an atom a constraint pins to 0 stays, as TVM keeps ``tx`` under ``if tx == 0``; its
+            # quotient by more than its range is 0 all the same)
+            if b[1] < t.lower and (t.lower > 1 or self.bound(t.index, constrained=False) == (0, 0)):
                 return None
             if t.upper is not None and b[1] // t.lower < t.upper:
                 return replace(t, upper=None)
@@ -385,6 +464,19 @@ def _factor_out(atom: PrimExpr, v: Var) -> Optional[PrimExpr]:
         if right is not None:
             return atom.a if _is_one(right) else Mul(atom.a, right)
     return None
+
+
+def _conjuncts(cond: PrimExpr) -> list:
+    return _conjuncts(cond.a) + _conjuncts(cond.b) if isinstance(cond, And) else [cond]
+
+
+def _side_effect_free(e: PrimExpr) -> bool:
+    """No load and no call (TVM keeps only pure constraints; a load reads state)."""
+    return not any(isinstance(n, (BufferLoad, Call)) for n in walk(e))
+
+
+def _is_bool_constant(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.dtype.is_bool
 
 
 def _is_one(e: PrimExpr) -> bool:

@@ -3,7 +3,8 @@
 Each parameter buffer gets a flat view declared at the top of the body (``A_1 = A.view(16384)``,
 or ``T.decl_buffer((n,), data=A.data)`` when it was already flat), allocations shrink to one
 dimension, and ``A[i, j]`` becomes ``A_1[i * 128 + j]``, simplified with the ranges of the
-enclosing loops (``i_0 * 4096 + i_1 * 128 + j``, as TVM prints it). A buffer with strides (a
+enclosing loops (``i_0 * 4096 + i_1 * 128 + j``, as TVM prints it), the terms over loop and thread
+variables before the rest (``tx + off[0]``: TVM's iteration-map simplification). A buffer with strides (a
 storage-aligned allocation) flattens to its outermost stride times its outermost extent, an
 index to the sum of index times stride. Axis separators are not supported.
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 from functools import reduce
 from operator import mul
 
-from ...ir.arith import match_types
+from ...ir.arith import Analyzer, Sum, match_types
+from ...ir.arith.split_sum import sum_to_expr
 from ...ir.buffer import Buffer, decl_buffer
 from ...ir.errors import TVMSError
-from ...ir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, const
+from ...ir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Var, const
 from ...ir.function import PrimFunc
 from ...ir.stmt import AllocBuffer, BufferStore, DeclBuffer
+from ...ir.visitor import walk
 from .loop_ranges import LoopRangeMutator
 from .tir_pass import define_tir_pass
 
@@ -38,6 +41,22 @@ def flat_buffer(buffer: Buffer) -> Buffer:
     return decl_buffer((extent,), buffer.dtype, buffer.name, data=buffer.data,
                        elem_offset=buffer.elem_offset, data_alignment=buffer.data_alignment,
                        offset_factor=buffer.offset_factor, buffer_type=buffer.buffer_type)
+
+
+def iterators_first(analyzer: Analyzer, index: PrimExpr) -> PrimExpr:
+    """``index`` (simplified) as TVM's FlattenBuffer leaves it after its iteration-map simplification:
+    the terms over loop and thread variables first, then what does not depend on them, summed apart
+    (``off[0] + tx`` is ``tx + off[0]``, ``off[0] + 1 + tx`` is ``tx + (off[0] + 1)``). An index
+    whose loop variables are not all plain terms of positive scale (``off[0] + 127 - tx``, TVM's map
+    fails) stays as it is."""
+    s = analyzer.canonical(index)
+    loops = [t for t in s.terms if isinstance(t.index, Var) and analyzer.bound(t.index, constrained=False) is not None]
+    rest = [t for t in s.terms if not any(t is u for u in loops)]
+    if not loops or not rest or any(t.scale < 0 for t in loops) \
+            or any(isinstance(v, Var) and analyzer.bound(v, constrained=False) is not None
+                   for t in rest for v in walk(t.index)):
+        return index
+    return Add(sum_to_expr(Sum(tuple(loops), 0), index.dtype), sum_to_expr(Sum(tuple(rest), s.base), index.dtype))
 
 
 class _Flattener(LoopRangeMutator):
@@ -66,7 +85,7 @@ class _Flattener(LoopRangeMutator):
             linear = Add(*match_types(product, index))
         if linear.dtype.lanes > 1:  # vector indices are left as written
             return (linear,)
-        return (self.analyzer.simplify(linear),)
+        return (iterators_first(self.analyzer, self.analyzer.simplify(linear)),)
 
     def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
         load = self.generic_visit(load)
