@@ -103,6 +103,25 @@ def test_simplify_within_a_constraint_as_tvm(pair: str, expected: str) -> None:
             assert after(env) == before(env), env
 
 
+def test_an_if_knows_what_its_quotient_condition_says_of_the_dividend() -> None:
+    """``derive`` (the first branch of an ``if`` in StmtSimplify): ``x // 4 == 0`` says
+    ``0 <= x < 4``, so ``x % 4`` is ``x``, as TVM's StmtSimplify pass writes
+    ``if w // 4 == 0: A[w % 4 * 256] = 1`` with ``A[w * 256]``; the analyzer alone does not
+    (the golden case above, as TVM's ``constraint_scope``); ``x // 4 < 2`` says ``x < 8`` only."""
+    analyzer = _analyzer(CANONICAL)
+    quotient = FloorDiv(x, IntImm(I32, 4))
+    with analyzer.constraint(EQ(quotient, IntImm(I32, 0)), derive=True):
+        assert analyzer.simplify(FloorMod(x, IntImm(I32, 4)) * 256).script() == "x * 256"
+        assert analyzer.simplify(LT(x, IntImm(I32, 4))).script() == "T.bool(True)"
+    with analyzer.constraint(EQ(quotient, IntImm(I32, 1)), derive=True):
+        assert analyzer.simplify(LE(IntImm(I32, 4), x)).script() == "T.bool(True)"
+        assert analyzer.simplify(FloorMod(x, IntImm(I32, 4))).script() == "x % 4"
+    with analyzer.constraint(LT(quotient, IntImm(I32, 2)), derive=True):
+        assert analyzer.simplify(LT(x, IntImm(I32, 8))).script() == "T.bool(True)"
+        assert analyzer.simplify(FloorMod(x, IntImm(I32, 8))).script() == "x % 8"  # (no lower end)
+    assert analyzer.simplify(FloorMod(x, IntImm(I32, 4))).script() == "x % 4"
+
+
 def test_affine_mode_folds_constants_only() -> None:
     analyzer = _analyzer(AFFINE)
     assert analyzer.simplify(LT(IntImm(I32, 3), IntImm(I32, 4))).script() == "T.bool(True)"

@@ -73,26 +73,32 @@ class Analyzer:
         return other
 
     @contextmanager
-    def constraint(self, cond: PrimExpr):
+    def constraint(self, cond: PrimExpr, derive: bool = False):
         """Within: ``cond`` (simplified) is known to hold, as in TVM's ConstraintContext. Its rewrite
         simplifier keeps each conjunct without side effects as a literal constraint: the conjunct
         simplifies to True, its negation to False (``tx == 0`` under ``if tx == 0``); its bound
         analysis narrows the range of a variable compared with a constant (under ``if tx < 32``,
-        ``tx // 32`` is 0 and ``tx < 64`` True)."""
-        added, narrowed = [], {}
-        for part in _conjuncts(cond):
-            if not _side_effect_free(part):
-                continue
+        ``tx // 32`` is 0 and ``tx < 64`` True). ``derive``: also what a comparison of a quotient
+        by a constant says of the dividend, as TVM's statement mutators add to the condition of an
+        ``if``'s first branch (``w // 4 == 0`` is ``0 <= w`` and ``w < 4``: ``w % 4`` is ``w`` there)."""
+        parts = [part for part in _conjuncts(cond) if _side_effect_free(part)]
+        if derive:
+            parts += [self.simplify(fact) for part in parts for fact in _quotient_facts(part)]
+        added = []
+        for part in parts:
             for literal, value in ((part, True), (negate(self, part), False)):
                 key = expr_key(literal)
                 if key not in self._known:
                     self._known[key] = value
                     added.append(key)
-            var_range = self._range_under(part)
-            if var_range is not None:
-                var, lo, hi = var_range
-                narrowed.setdefault(id(var), self._narrowed.get(id(var)))
-                self._narrowed[id(var)] = (lo, hi)
+        ends: dict[int, list] = {}  # id(var) -> [var, lo or None, hi or None]
+        for part in parts:
+            _narrow(ends, part, self)
+        narrowed = {}
+        for var_id, (var, lo, hi) in ends.items():
+            if lo is not None and hi is not None and lo <= hi:  # (a branch that never runs keeps its ranges)
+                narrowed[var_id] = self._narrowed.get(var_id)
+                self._narrowed[var_id] = (lo, hi)
         try:
             yield
         finally:
@@ -103,31 +109,6 @@ class Analyzer:
                     del self._narrowed[var_id]
                 else:
                     self._narrowed[var_id] = before
-
-    def _range_under(self, part: PrimExpr) -> Optional[tuple]:
-        """``(var, lo, hi)``: the range of a variable of known range that ``part`` compares with a
-        constant (``x < c``, ``c <= x``, ``x == c``), narrowed by it; None otherwise, or when no value
-        is left (a branch that never runs keeps the ranges it had)."""
-        if not isinstance(part, (LT, LE, EQ)):
-            return None
-        a, b = part.a, part.b
-        if isinstance(a, Var) and isinstance(b, IntImm) and not b.dtype.is_bool:
-            var, c, var_left = a, b.value, True
-        elif isinstance(b, Var) and isinstance(a, IntImm) and not a.dtype.is_bool:
-            var, c, var_left = b, a.value, False
-        else:
-            return None
-        current = self.bound(var)
-        if current is None:
-            return None
-        lo, hi = current
-        if isinstance(part, EQ):
-            lo, hi = max(lo, c), min(hi, c)
-        elif var_left:  # x < c, x <= c
-            hi = min(hi, c - 1 if isinstance(part, LT) else c)
-        else:  # c < x, c <= x
-            lo = max(lo, c + 1 if isinstance(part, LT) else c)
-        return (var, lo, hi) if lo <= hi else None
 
     def known(self, cond: PrimExpr) -> PrimExpr:
         """``cond`` as True or False when an entered constraint says so, else ``cond``."""
@@ -464,6 +445,46 @@ def _factor_out(atom: PrimExpr, v: Var) -> Optional[PrimExpr]:
         if right is not None:
             return atom.a if _is_one(right) else Mul(atom.a, right)
     return None
+
+
+def _narrow(ends: dict, part: PrimExpr, analyzer: "Analyzer") -> None:
+    """Narrow the range in ``ends`` of a variable ``part`` compares with a constant (``x < c``,
+    ``c <= x``, ``x == c``), from the range it has (or none)."""
+    if not isinstance(part, (LT, LE, EQ)):
+        return
+    a, b = part.a, part.b
+    if isinstance(a, Var) and isinstance(b, IntImm) and not b.dtype.is_bool:
+        var, c, var_left = a, b.value, True
+    elif isinstance(b, Var) and isinstance(a, IntImm) and not a.dtype.is_bool:
+        var, c, var_left = b, a.value, False
+    else:
+        return
+    entry = ends.setdefault(id(var), [var, *(analyzer.bound(var) or (None, None))])
+    if isinstance(part, EQ) or not var_left:  # c <= x, c < x, x == c: a lower end
+        low = c + 1 if isinstance(part, LT) else c
+        entry[1] = low if entry[1] is None else max(entry[1], low)
+    if isinstance(part, EQ) or var_left:  # x <= c, x < c, x == c: an upper end
+        high = c - 1 if isinstance(part, LT) else c
+        entry[2] = high if entry[2] is None else min(entry[2], high)
+
+
+def _quotient_facts(part: PrimExpr) -> list:
+    """What ``x // d op k`` (``d`` a positive constant, ``k`` a constant) says of ``x``: for ``==``,
+    ``k*d <= x`` and ``x < (k+1)*d``; for ``<``, ``x < k*d``; for ``<=``, ``x < (k+1)*d`` (TVM's
+    derived constraint facts)."""
+    if not isinstance(part, (LT, LE, EQ)):
+        return []
+    for quotient, k, quotient_left in ((part.a, part.b, True), (part.b, part.a, False)):
+        if isinstance(quotient, FloorDiv) and isinstance(quotient.b, IntImm) and quotient.b.value > 0 \
+                and isinstance(k, IntImm) and not k.dtype.is_bool:
+            x, d, dtype = quotient.a, quotient.b.value, quotient.dtype
+            low, high = IntImm(dtype, k.value * d), IntImm(dtype, (k.value + 1) * d)
+            if isinstance(part, EQ):
+                return [LE(low, x), LT(x, high)]
+            if quotient_left:  # x // d < k, x // d <= k
+                return [LT(x, low if isinstance(part, LT) else high)]
+            return [LE(high, x) if isinstance(part, LT) else LE(low, x)]  # k < x // d, k <= x // d
+    return []
 
 
 def _conjuncts(cond: PrimExpr) -> list:

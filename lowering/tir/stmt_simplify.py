@@ -11,7 +11,12 @@ Other expressions are kept. ``stmt_simplify(func, values=True)`` (the tirx pipel
 TVM's) also simplifies the integer values ``let`` binds and stores (``blockIdx.x`` launched once
 is 0) and the integer arguments of calls (``16 >> 2`` an unrolled loop left is 4), and drops a
 store of a buffer's own element (``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline
-keeps what it printed before.
+keeps what it printed before. Nearer TVM's ``Simplify`` besides, the tirx pipeline's simplifier
+brings int32/int64 expressions to the canonical form (``(y * 8 + x) // 32`` is ``y // 4`` for x in
+[0, 8); other integer types stay as written), simplifies an integer ``T.evaluate``, folds a cast of a
+constant, ``x + 0.0`` and ``x * 1.0``, and lets each branch of an ``if`` know its condition
+(``Analyzer.constraint``: ``tx == 0`` is True under ``if tx == 0``, ``tx // 32`` is 0 under
+``if tx < 32``).
 """
 from __future__ import annotations
 
@@ -88,6 +93,8 @@ class _StmtSimplifier(LoopRangeMutator):
             return call
         args = tuple(self.analyzer.simplify(a) if isinstance(a, PrimExpr) and (a.dtype.is_integer or a.dtype.is_bool)
                      and a.dtype.lanes == 1 and _pure(a) else a for a in call.args)
+        if getattr(call.op, "name", "") == "tir.if_then_else" and isinstance(args[0], IntImm):
+            return args[1] if args[0].value else args[2]  # (a decided T.if_then_else is its branch, as TVM's)
         symbol = _BITWISE.get(getattr(call.op, "name", ""))
         if symbol is not None and len(args) == 2 and all(isinstance(a, IntImm) for a in args) \
                 and (symbol not in ("<<", ">>") or 0 <= args[1].value < args[0].dtype.bits):
@@ -160,7 +167,7 @@ class _StmtSimplifier(LoopRangeMutator):
             return s.with_changes(condition=cond)
         # (tirx: each branch knows its condition, as TVM's ConstraintContext: ``tx == 0`` under
         # ``if tx == 0`` is True)
-        with self.analyzer.constraint(cond):
+        with self.analyzer.constraint(cond, derive=True):
             then_case = self.visit(s.then_case)
         else_case = s.else_case
         if else_case is not None:
