@@ -94,6 +94,8 @@ class _Flattener(LoopRangeMutator):
             linear = Add(*match_types(product, index))
         if linear.dtype.lanes > 1:  # vector indices are left as written
             return (linear,)
+        if not (linear.dtype.is_int and linear.dtype.bits in (32, 64)):
+            return (linear,)  # (TVM's canonical form is for int32 and int64: a uint32 index stays as written)
         return (iterators_first(self.analyzer, self.analyzer.simplify(linear), self.iterators),)
 
     def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:

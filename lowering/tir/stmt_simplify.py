@@ -1,7 +1,8 @@
 """StmtSimplify (TVM's ``Simplify``): buffer indices in canonical form, decided ``if``s removed.
 
 Indices are rewritten with the ranges of the enclosing loops (``ax0 * 100 + (h + ax1 + -1) * 10
-+ (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``); an ``if``'s condition is
++ (ax2 - 1)`` becomes ``ax0 * 100 + h * 10 + ax1 * 10 + ax2 - 11``; int32 and int64 ones, as
+TVM's canonical form is for index types: a uint32 index stays as written); an ``if``'s condition is
 simplified as TVM's analyzer does (``i * 4 < 16`` is ``i < 4``), and one decided keeps only the
 branch that runs. The value of an integer ``let`` is put in place of its variable below it (the
 ``let`` itself stays, as TVM 0.27 leaves a binding statement); ``a > b`` becomes ``b < a`` (and
@@ -13,7 +14,7 @@ is 0) and the integer arguments of calls (``16 >> 2`` an unrolled loop left is 4
 store of a buffer's own element (``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline
 keeps what it printed before. Nearer TVM's ``Simplify`` besides, the tirx pipeline's simplifier
 brings int32/int64 expressions to the canonical form (``(y * 8 + x) // 32`` is ``y // 4`` for x in
-[0, 8); other integer types stay as written), simplifies an integer ``T.evaluate``, folds a cast of a
+[0, 8)), simplifies an integer ``T.evaluate``, folds a cast of a
 constant, ``x + 0.0`` and ``x * 1.0``, and lets each branch of an ``if`` know its condition
 (``Analyzer.constraint``: ``tx == 0`` is True under ``if tx == 0``, ``tx // 32`` is 0 under
 ``if tx < 32``).
@@ -58,7 +59,7 @@ class _StmtSimplifier(LoopRangeMutator):
         e = self.visit(e)
         if e.dtype.lanes > 1 or not e.dtype.is_integer:
             return e
-        if self.values and not (e.dtype.is_int and e.dtype.bits in (32, 64)):
+        if not (e.dtype.is_int and e.dtype.bits in (32, 64)):
             return e  # (TVM's canonical form is for index types, int32 and int64: ``100 + x`` in int8 stays)
         return self.analyzer.simplify(e)
 
