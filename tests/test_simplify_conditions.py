@@ -13,7 +13,7 @@ import pathlib
 import pytest
 
 import tvms  # noqa: F401  (registers the printer)
-from tvms.ir.arith import AFFINE, Analyzer
+from tvms.ir.arith import AFFINE, CANONICAL, Analyzer
 from tvms.ir.dtype import DataType
 from tvms.ir.expr import (EQ, GE, GT, LE, LT, NE, And, Call, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Not,
                           Or, Select, Var)
@@ -79,6 +79,47 @@ def test_simplify_keeps_values(case: str) -> None:
     before, after = compile_expr(e), compile_expr(simplified)
     for env in POINTS:
         assert bool(after(env)) == bool(before(env)) if e.dtype.is_bool else after(env) == before(env), env
+
+
+def _constrained_golden() -> list:
+    return [tuple(line.split(" -> ")) for line in (HERE / "tvm_0.27_constrained.txt").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("pair, expected", _constrained_golden())
+def test_simplify_within_a_constraint_as_tvm(pair: str, expected: str) -> None:
+    """What a branch knows of its condition (``Analyzer.constraint``, TVM's ``constraint_scope``):
+    the condition is True there, its negation False, a variable compared with a constant has its
+    range narrowed (``i // 4`` is 0 under ``i < 4``), yet stays itself (``i`` under ``i == 0``); the
+    answer keeps the case's value at every point of the grid that meets the constraint."""
+    constraint, case = (eval(part, dict(NAMES)) for part in pair.split(" ;; "))
+    analyzer = _analyzer(CANONICAL)
+    with analyzer.constraint(analyzer.simplify(constraint)):
+        simplified = analyzer.simplify(case)
+    assert simplified.script() == expected
+    assert analyzer.simplify(case).script() == _analyzer(CANONICAL).simplify(case).script()  # (left behind)
+    meets, before, after = compile_expr(constraint), compile_expr(case), compile_expr(simplified)
+    for env in POINTS:
+        if bool(meets(env)):
+            assert after(env) == before(env), env
+
+
+def test_an_if_knows_what_its_quotient_condition_says_of_the_dividend() -> None:
+    """``derive`` (the first branch of an ``if`` in StmtSimplify): ``x // 4 == 0`` says
+    ``0 <= x < 4``, so ``x % 4`` is ``x``, as TVM's StmtSimplify pass writes
+    ``if w // 4 == 0: A[w % 4 * 256] = 1`` with ``A[w * 256]``; the analyzer alone does not
+    (the golden case above, as TVM's ``constraint_scope``); ``x // 4 < 2`` says ``x < 8`` only."""
+    analyzer = _analyzer(CANONICAL)
+    quotient = FloorDiv(x, IntImm(I32, 4))
+    with analyzer.constraint(EQ(quotient, IntImm(I32, 0)), derive=True):
+        assert analyzer.simplify(FloorMod(x, IntImm(I32, 4)) * 256).script() == "x * 256"
+        assert analyzer.simplify(LT(x, IntImm(I32, 4))).script() == "T.bool(True)"
+    with analyzer.constraint(EQ(quotient, IntImm(I32, 1)), derive=True):
+        assert analyzer.simplify(LE(IntImm(I32, 4), x)).script() == "T.bool(True)"
+        assert analyzer.simplify(FloorMod(x, IntImm(I32, 4))).script() == "x % 4"
+    with analyzer.constraint(LT(quotient, IntImm(I32, 2)), derive=True):
+        assert analyzer.simplify(LT(x, IntImm(I32, 8))).script() == "T.bool(True)"
+        assert analyzer.simplify(FloorMod(x, IntImm(I32, 8))).script() == "x % 8"  # (no lower end)
+    assert analyzer.simplify(FloorMod(x, IntImm(I32, 4))).script() == "x % 4"
 
 
 def test_affine_mode_folds_constants_only() -> None:

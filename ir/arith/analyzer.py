@@ -24,14 +24,16 @@ sum it does not reorder:
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
 from math import gcd
 from typing import Optional
 
 from ..dtype import DataType
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr,
-                    Sub, Var, const, wrap_int)
-from .conditions import decide, is_condition, simplify_condition
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Call, Cast, FloorDiv, FloorMod, IntImm, Max, Min,
+                    Mul, PrimExpr, Sub, Var, const, wrap_int)
+from ..visitor import walk
+from .conditions import decide, is_condition, negate, simplify_condition
 from .split_sum import SplitTerm, Sum, expr_key, merge_terms, sum_to_expr, tvm_order
 
 SCHEDULE = "schedule"
@@ -55,6 +57,8 @@ class Analyzer:
         # terms of one scale as written (``fused % 112 + w_2``), where TVM's order puts mods last
         self.iter_map_order = iter_map_order
         self._ranges: dict[int, tuple[int, int]] = {}
+        self._known: dict = {}  # expr_key of a condition known to hold (or not) -> True (False)
+        self._narrowed: dict[int, tuple[int, int]] = {}  # a variable's range within a constraint
 
     def bind(self, var: Var, min_value: int, extent: int) -> None:
         """``var`` takes the values ``min_value .. min_value + extent - 1``."""
@@ -64,7 +68,54 @@ class Analyzer:
         """An analyzer in ``mode`` that knows the same ranges (and sees later bindings)."""
         other = Analyzer(mode)
         other._ranges = self._ranges
+        other._known = self._known
+        other._narrowed = self._narrowed
         return other
+
+    @contextmanager
+    def constraint(self, cond: PrimExpr, derive: bool = False):
+        """Within: ``cond`` (simplified) is known to hold, as in TVM's ConstraintContext. Its rewrite
+        simplifier keeps each conjunct without side effects as a literal constraint: the conjunct
+        simplifies to True, its negation to False (``tx == 0`` under ``if tx == 0``); its bound
+        analysis narrows the range of a variable compared with a constant (under ``if tx < 32``,
+        ``tx // 32`` is 0 and ``tx < 64`` True). ``derive``: also what a comparison of a quotient
+        by a constant says of the dividend, as TVM's statement mutators add to the condition of an
+        ``if``'s first branch (``w // 4 == 0`` is ``0 <= w`` and ``w < 4``: ``w % 4`` is ``w`` there)."""
+        parts = [part for part in _conjuncts(cond) if _side_effect_free(part)]
+        if derive:
+            parts += [self.simplify(fact) for part in parts for fact in _quotient_facts(part)]
+        added = []
+        for part in parts:
+            for literal, value in ((part, True), (negate(self, part), False)):
+                key = expr_key(literal)
+                if key not in self._known:
+                    self._known[key] = value
+                    added.append(key)
+        ends: dict[int, list] = {}  # id(var) -> [var, lo or None, hi or None]
+        for part in parts:
+            _narrow(ends, part, self)
+        narrowed = {}
+        for var_id, (var, lo, hi) in ends.items():
+            if lo is not None and hi is not None and lo <= hi:  # (a branch that never runs keeps its ranges)
+                narrowed[var_id] = self._narrowed.get(var_id)
+                self._narrowed[var_id] = (lo, hi)
+        try:
+            yield
+        finally:
+            for key in added:
+                del self._known[key]
+            for var_id, before in narrowed.items():
+                if before is None:
+                    del self._narrowed[var_id]
+                else:
+                    self._narrowed[var_id] = before
+
+    def known(self, cond: PrimExpr) -> PrimExpr:
+        """``cond`` as True or False when an entered constraint says so, else ``cond``."""
+        if not self._known or _is_bool_constant(cond):
+            return cond
+        value = self._known.get(expr_key(cond))
+        return cond if value is None else const(value, "bool")
 
     # ------------------------------------------------------------ entry points
     def simplify(self, e: PrimExpr) -> PrimExpr:
@@ -72,9 +123,11 @@ class Analyzer:
         ``not``, selection) simplified as TVM does (``conditions.py``); other expressions come back
         unchanged."""
         if isinstance(e, (IntImm, Var)) or not isinstance(e, PrimExpr):
-            return e  # (the common case, first: constants and variables are their own form)
+            # (the common case, first: constants and variables are their own form; a boolean
+            # variable may be a known condition)
+            return self.known(e) if isinstance(e, Var) and e.dtype.is_bool else e
         if e.dtype.lanes == 1 and is_condition(e):
-            return simplify_condition(self, e)
+            return self.known(simplify_condition(self, e))
         if not e.dtype.is_integer:
             return e
         if self.mode == AFFINE and isinstance(e, Cast) or self.mode != AFFINE and e.dtype.lanes != 1:
@@ -89,14 +142,16 @@ class Analyzer:
         b = self.bound(e)
         return b is not None and b[1] < bound
 
-    def bound(self, e: PrimExpr) -> Bound:
-        """Inclusive integer bounds of ``e`` by interval arithmetic, or None."""
+    def bound(self, e: PrimExpr, constrained: bool = True) -> Bound:
+        """Inclusive integer bounds of ``e`` by interval arithmetic, or None; ``constrained``: with
+        the ranges the entered constraints narrowed (else the ranges bound alone)."""
         if isinstance(e, IntImm):
             return (e.value, e.value)
         if isinstance(e, Var):
-            return self._ranges.get(id(e))
+            narrowed = self._narrowed.get(id(e)) if constrained and self._narrowed else None
+            return narrowed or self._ranges.get(id(e))
         if isinstance(e, (Add, Sub, Mul, Min, Max)):
-            a, b = self.bound(e.a), self.bound(e.b)
+            a, b = self.bound(e.a, constrained), self.bound(e.b, constrained)
             if a is None or b is None:
                 return None
             if isinstance(e, Add):
@@ -109,7 +164,7 @@ class Analyzer:
             pick = min if isinstance(e, Min) else max
             return (pick(a[0], b[0]), pick(a[1], b[1]))
         if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
-            a, d = self.bound(e.a), e.b.value
+            a, d = self.bound(e.a, constrained), e.b.value
             if isinstance(e, FloorMod):
                 return a if a is not None and a[0] >= 0 and a[1] < d else (0, d - 1)
             return None if a is None else (a[0] // d, a[1] // d)
@@ -145,6 +200,9 @@ class Analyzer:
             quotient = self.exact_quotient(e.a, e.b)
             if quotient is not None:
                 return quotient
+        if e.dtype.lanes == 1 and is_condition(e):  # (a selection: simplified, its branch when decided)
+            chosen = self.known(simplify_condition(self, e))
+            return self.atom(chosen) if is_condition(chosen) else self.canonical(chosen)
         if isinstance(e, (FloorDiv, FloorMod, Min, Max)):  # its operands are simplified
             a, b = self.simplify(e.a), self.simplify(e.b)
             if isinstance(e, (Min, Max)) and isinstance(a, IntImm) and isinstance(b, IntImm):
@@ -325,7 +383,9 @@ class Analyzer:
             return None
         b = self.bound(t.index)
         if b is not None and b[0] >= 0:
-            if b[1] < t.lower:
+            # (an atom a constraint pins to 0 stays, as TVM keeps ``tx`` under ``if tx == 0``; its
+            # quotient by more than its range is 0 all the same)
+            if b[1] < t.lower and (t.lower > 1 or self.bound(t.index, constrained=False) == (0, 0)):
                 return None
             if t.upper is not None and b[1] // t.lower < t.upper:
                 return replace(t, upper=None)
@@ -385,6 +445,59 @@ def _factor_out(atom: PrimExpr, v: Var) -> Optional[PrimExpr]:
         if right is not None:
             return atom.a if _is_one(right) else Mul(atom.a, right)
     return None
+
+
+def _narrow(ends: dict, part: PrimExpr, analyzer: "Analyzer") -> None:
+    """Narrow the range in ``ends`` of a variable ``part`` compares with a constant (``x < c``,
+    ``c <= x``, ``x == c``), from the range it has (or none)."""
+    if not isinstance(part, (LT, LE, EQ)):
+        return
+    a, b = part.a, part.b
+    if isinstance(a, Var) and isinstance(b, IntImm) and not b.dtype.is_bool:
+        var, c, var_left = a, b.value, True
+    elif isinstance(b, Var) and isinstance(a, IntImm) and not a.dtype.is_bool:
+        var, c, var_left = b, a.value, False
+    else:
+        return
+    entry = ends.setdefault(id(var), [var, *(analyzer.bound(var) or (None, None))])
+    if isinstance(part, EQ) or not var_left:  # c <= x, c < x, x == c: a lower end
+        low = c + 1 if isinstance(part, LT) else c
+        entry[1] = low if entry[1] is None else max(entry[1], low)
+    if isinstance(part, EQ) or var_left:  # x <= c, x < c, x == c: an upper end
+        high = c - 1 if isinstance(part, LT) else c
+        entry[2] = high if entry[2] is None else min(entry[2], high)
+
+
+def _quotient_facts(part: PrimExpr) -> list:
+    """What ``x // d op k`` (``d`` a positive constant, ``k`` a constant) says of ``x``: for ``==``,
+    ``k*d <= x`` and ``x < (k+1)*d``; for ``<``, ``x < k*d``; for ``<=``, ``x < (k+1)*d`` (TVM's
+    derived constraint facts)."""
+    if not isinstance(part, (LT, LE, EQ)):
+        return []
+    for quotient, k, quotient_left in ((part.a, part.b, True), (part.b, part.a, False)):
+        if isinstance(quotient, FloorDiv) and isinstance(quotient.b, IntImm) and quotient.b.value > 0 \
+                and isinstance(k, IntImm) and not k.dtype.is_bool:
+            x, d, dtype = quotient.a, quotient.b.value, quotient.dtype
+            low, high = IntImm(dtype, k.value * d), IntImm(dtype, (k.value + 1) * d)
+            if isinstance(part, EQ):
+                return [LE(low, x), LT(x, high)]
+            if quotient_left:  # x // d < k, x // d <= k
+                return [LT(x, low if isinstance(part, LT) else high)]
+            return [LE(high, x) if isinstance(part, LT) else LE(low, x)]  # k < x // d, k <= x // d
+    return []
+
+
+def _conjuncts(cond: PrimExpr) -> list:
+    return _conjuncts(cond.a) + _conjuncts(cond.b) if isinstance(cond, And) else [cond]
+
+
+def _side_effect_free(e: PrimExpr) -> bool:
+    """No load and no call (TVM keeps only pure constraints; a load reads state)."""
+    return not any(isinstance(n, (BufferLoad, Call)) for n in walk(e))
+
+
+def _is_bool_constant(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.dtype.is_bool
 
 
 def _is_one(e: PrimExpr) -> bool:

@@ -4,7 +4,8 @@ cuda target's code generator ``codegen_cuda`` (CUDA C compiled by NVRTC).
 The input is the module the cuda row's ``lower`` returns (``lower_for_cuda``: TVM's
 ``SplitHostDevice`` stage with the device passes run on its kernels, ``finalize_kernels``), rendered
 as it is: the kernels (``calling_conv`` 2) become ``extern "C" __global__`` functions with
-``__launch_bounds__`` of their block size; ``T.launch_thread`` variables read ``blockIdx.x`` and
+``__launch_bounds__`` of their block size (and the launch bounds they set, or ``__maxnreg__``:
+``tir/gpu/kernel_launch_bounds.py``); ``T.launch_thread`` variables read ``blockIdx.x`` and
 ``threadIdx.x``; ``shared``/``shared.dyn``/``local`` allocations become ``__shared__``/``extern
 __shared__``/register arrays; vectors use CUDA's vector types (``float4``, ``half2``,
 ``nv_bfloat162``), lane by lane where CUDA has no operator for them; the calls LowerIntrin made
@@ -33,6 +34,7 @@ from ...ir.ptx import not_compiled
 from ...ir.tile_primitive import refuse_tile_primitives
 from ...ir.registry import get_global_func
 from ...ir.visitor import collect, walk
+from ..tir.gpu.kernel_launch_bounds import launch_bounds_text
 from .c_source import CSource
 from .cuda_artifact import CudaArtifact, CudaKernel
 from .cuda_async import CP_ASYNC, AsyncCopies
@@ -296,8 +298,7 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, Asyn
             params.append(f"{text} {self.new_id(var)}")
             if isinstance(ann, E.PointerType) and not tensor_map:
                 self.handle_type[var] = ann.element
-        bounds = launch_bounds(func)
-        attrs = f" __launch_bounds__({bounds})" if bounds is not None and bounds != 1 else ""
+        attrs = launch_bounds_text(launch_bounds(func), func.attrs)
         return f'extern "C" __global__ void{attrs} {name}({", ".join(params)})'
 
     def tensor_map_parameter(self, var: E.Var) -> str:

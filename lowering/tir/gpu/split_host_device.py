@@ -9,7 +9,8 @@ launches as ``tirx.kernel_launch_params``. The host keeps ``T.call_ffi_kernel(na
 extents..., launch_params=[...])`` with the launch extents in the host's terms (the values of
 the kernel's ``let``s substituted). A kernel with a ``shared.dyn`` allocation (one at most:
 MergeSharedMemoryAllocations makes one of several) launches with ``tirx.use_dyn_shared_memory``
-last, its extent the allocation's size in bytes (an int64).
+last, its extent the allocation's size in bytes (an int64). The launch bounds a kernel writes in its
+body (``tirx.max_registers`` and the like) become the kernel's attributes (``kernel_launch_bounds.py``).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ....ir.visitor import Mutator, walk
 from ..tir_pass import checked_module_pass
 from ...pass_registry import register_pass
 from .free_vars import undefined
+from .kernel_launch_bounds import take_launch_bounds
 
 DEVICE_CALLING_CONV = 2
 
@@ -161,12 +163,13 @@ class _Splitter(Mutator):
         call_args = list(params)
         tags, extents = launch_extents(body)
         name = self._kernel_name()
+        kernel_body, bounds = take_launch_bounds(kernel_body, name)
         shared_bytes = dynamic_shared_bytes(body, name)
         if shared_bytes is not None:
             tags, extents = [*tags, DYNAMIC_SHARED], [*extents, shared_bytes]
         attrs = {"calling_conv": DEVICE_CALLING_CONV, "target": self.device_target,
                  "tir.is_global_func": True, "tir.kernel_launch_params": tuple(tags),
-                 "tir.noalias": True, "global_symbol": name}
+                 "tir.noalias": True, "global_symbol": name, **bounds}
         kernel = PrimFunc(tuple(kernel_params), FrozenDict(), kernel_body, None, FrozenDict(attrs),
                           s_tir=self.func.s_tir)
         self.kernels.append((name, kernel))

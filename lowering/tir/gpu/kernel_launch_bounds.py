@@ -1,0 +1,76 @@
+"""A kernel's launch bounds, written in its body as attributes (``T.attr({"tirx.max_registers":
+92})`` and the like), taken out into the kernel's function attributes when SplitHostDevice cuts it
+out, as TVM 0.27 does; the CUDA code generator writes them on the kernel's declaration
+(``__launch_bounds__(threads, min_blocks[, max_blocks_per_cluster])`` or ``__maxnreg__(n)``).
+
+The three keys (TVM's names):
+
+- ``tirx.launch_bounds_min_blocks_per_sm``: the CTAs per SM the kernel is compiled to fit;
+- ``tirx.launch_bounds_max_blocks_per_cluster``: the CTAs a cluster launches at most (only with the
+  minimum above, as CUDA's third launch bound follows the second);
+- ``tirx.max_registers``: the registers a thread uses at most (CUDA's ``__maxnreg__``), which CUDA
+  does not combine with launch bounds.
+
+Each value is a positive integer constant; a key written twice takes one value.
+"""
+from __future__ import annotations
+
+from ....ir.errors import TVMSError
+from ....ir.expr import IntImm
+from ....ir.stmt import AttrStmt, Stmt
+from ....ir.visitor import Mutator
+
+MIN_BLOCKS_PER_SM = "tirx.launch_bounds_min_blocks_per_sm"
+MAX_BLOCKS_PER_CLUSTER = "tirx.launch_bounds_max_blocks_per_cluster"
+MAX_REGISTERS = "tirx.max_registers"
+KEYS = (MIN_BLOCKS_PER_SM, MAX_BLOCKS_PER_CLUSTER, MAX_REGISTERS)
+
+
+class _Taker(Mutator):
+    def __init__(self, kernel: str) -> None:
+        self.kernel = kernel
+        self.found: dict[str, int] = {}
+
+    def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
+        if attr.attr_key not in KEYS:
+            return self.generic_visit(attr)
+        value = attr.value
+        if not isinstance(value, IntImm) or value.dtype.is_bool:
+            raise TVMSError(f"kernel {self.kernel}: {attr.attr_key} takes an integer constant, not {value}")
+        if value.value <= 0:
+            raise TVMSError(f"kernel {self.kernel}: {attr.attr_key} must be positive, not {value.value}")
+        earlier = self.found.setdefault(attr.attr_key, value.value)
+        if earlier != value.value:
+            raise TVMSError(f"kernel {self.kernel}: {attr.attr_key} is written twice with other values "
+                            f"({earlier} and {value.value})")
+        return self.visit(attr.body)
+
+
+def take_launch_bounds(body: Stmt, kernel: str) -> tuple[Stmt, dict[str, int]]:
+    """``body`` without its launch-bound attributes, and those attributes by key (see the module)."""
+    taker = _Taker(kernel)
+    body = taker.visit(body)
+    found = taker.found
+    if MAX_BLOCKS_PER_CLUSTER in found and MIN_BLOCKS_PER_SM not in found:
+        raise TVMSError(f"kernel {kernel}: {MAX_BLOCKS_PER_CLUSTER} needs {MIN_BLOCKS_PER_SM} "
+                        f"(CUDA's launch bounds give the CTAs per cluster after the CTAs per SM)")
+    if MAX_REGISTERS in found and len(found) > 1:
+        raise TVMSError(f"kernel {kernel}: {MAX_REGISTERS} cannot be combined with launch bounds "
+                        f"({', '.join(k for k in found if k != MAX_REGISTERS)}), as CUDA's __maxnreg__ cannot")
+    return body, found
+
+
+def launch_bounds_text(threads: int | None, attrs) -> str:
+    """The qualifiers of a kernel's declaration: `` __maxnreg__(n)`` when it sets its registers,
+    else `` __launch_bounds__(threads[, min_blocks[, max_blocks_per_cluster]])`` when its block
+    has a constant number of threads other than 1, else nothing."""
+    if MAX_REGISTERS in attrs:
+        return f" __maxnreg__({int(attrs[MAX_REGISTERS])})"
+    if threads is None or threads == 1:
+        return ""
+    bounds = [threads, *(int(attrs[k]) for k in (MIN_BLOCKS_PER_SM, MAX_BLOCKS_PER_CLUSTER) if k in attrs)]
+    return f" __launch_bounds__({', '.join(map(str, bounds))})"
+
+
+__all__ = ["KEYS", "MAX_BLOCKS_PER_CLUSTER", "MAX_REGISTERS", "MIN_BLOCKS_PER_SM", "launch_bounds_text",
+           "take_launch_bounds"]
