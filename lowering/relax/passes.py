@@ -118,7 +118,7 @@ def tvm_print_order(mod: IRModule) -> IRModule:
     TVM's printing order.)"""
     from ...ir.print_order import tvm_function_order
 
-    out = IRModule(attrs=mod.attrs, span=mod.span, source_dialect=mod.source_dialect)
+    out = mod.empty_copy()
     for gv, func in tvm_function_order(mod.functions_items()):
         out[gv] = func
     return out
