@@ -53,10 +53,23 @@ class _Rewriter(PyExprMutator):
     def allocate(self, sinfo: TensorStructInfo) -> rx.Var:
         if not isinstance(sinfo.shape, rx.ShapeExpr) or sinfo.dtype.is_void:
             raise TVMSError("CallTIRRewrite: outputs need a known shape and dtype")
-        device = rx.PrimValue(IntImm(DataType("int64"), 0))
-        args = [sinfo.shape, rx.DataTypeImm(sinfo.dtype), device, rx.StringImm("global")]
+        index, scope = _device_of(self.vdevices, sinfo.vdevice)
+        device = rx.PrimValue(IntImm(DataType("int64"), index))
+        args = [sinfo.shape, rx.DataTypeImm(sinfo.dtype), device, rx.StringImm(scope)]
         alloc = make_call("builtin.alloc_tensor", args, {}, (sinfo,))
         return self.builder_.emit(alloc, "alloc")
+
+
+def _device_of(vdevices: tuple, vdevice: Any) -> tuple[int, str]:
+    """The device index (the position in the module's vdevice list) and the storage scope of an
+    output on ``vdevice``; one without goes to the first vdevice of global scope, as TVM's pass."""
+    if vdevice is not None:
+        for k, v in enumerate(vdevices):
+            if v is vdevice:
+                return k, vdevice.memory_scope
+        raise TVMSError(f"CallTIRRewrite: an output is on a vdevice that is not in the module's "
+                        f"I.module_global_infos ({vdevice.kind}, scope {vdevice.memory_scope!r})")
+    return next((k for k, v in enumerate(vdevices) if v.memory_scope == "global"), 0), "global"
 
 
 def flat_tensors(sinfos: Any) -> list:
@@ -86,6 +99,7 @@ class CallTIRRewrite:
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
         rewriter = _Rewriter(mod)
+        rewriter.vdevices = tuple(mod.global_infos.get("vdevice", ()))
         for gv, f in mod.functions_items():
             if isinstance(f, rx.Function):
                 new = rewriter.visit_expr(f)
