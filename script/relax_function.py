@@ -151,7 +151,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if isinstance(value, rx.RelaxExpr):  # a call for its effect: bound to an unused name
                 value = self.normalize(value, out)
                 self.take_slot()
-                out.append(rx.VarBinding(value, rx.Var("_", value.struct_info), span=self.span(stmt)))
+                # (inside a dataflow block a dataflow variable, as a builder's emit makes it)
+                var = (rx.DataflowVar if self.in_dataflow else rx.Var)("_", value.struct_info)
+                out.append(rx.VarBinding(value, var, span=self.span(stmt)))
                 return
             raise self.error(stmt, "an expression statement has no effect here")
         if isinstance(stmt, S.Assign):

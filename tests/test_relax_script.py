@@ -151,3 +151,35 @@ def test_is_base_of() -> None:
     assert not is_base_of(exact, TensorStructInfo(None, "float32", 2))
     assert not is_base_of(TensorStructInfo((n, 4), "float32"), exact)
     assert not is_base_of(TensorStructInfo(None, "int32", 2), exact)
+
+
+def test_an_expression_statement_in_a_dataflow_block_binds_a_dataflow_var():
+    """``cls.f(x, out)`` on a line of its own inside ``with R.dataflow()`` (what CallTIRRewrite
+    writes) binds a dataflow variable, as a builder's emit does there; it had bound a plain
+    variable, so the rewritten module did not read back the same. Outside a block, a Var."""
+    text = '''# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def fill(a: T.Buffer((T.int64(2),), "float32")):
+        for i in range(T.int64(2)):
+            a[i] = T.float32(1.0)
+
+    @R.function
+    def main() -> R.Tensor((2,), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            alloc: R.Tensor((2,), dtype="float32") = R.builtin.alloc_tensor(R.shape([2]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            cls.fill(alloc)
+            y: R.Tensor((2,), dtype="float32") = alloc
+            R.output(y)
+        cls.fill(y)
+        return y'''
+    mod = from_source(text)
+    inside, outside = mod["main"].body.blocks[0].bindings[1], mod["main"].body.blocks[1].bindings[0]
+    assert type(inside.var) is rx.DataflowVar and inside.var.name == "_"
+    assert type(outside.var) is rx.Var
+    assert mod.script() == text
