@@ -44,9 +44,13 @@ class _Rewriter(PyExprMutator):
         extra = tuple(call.args[2].values) if len(call.args) > 2 else ()
         if extra:
             raise TVMSError("CallTIRRewrite: R.call_tir with tir_vars is not supported yet")
-        # the callee writes into the allocations and returns nothing
-        self.builder_.emit(rx.Call(call.args[0], tuple(inputs) + tuple(written),
-                                   struct_info=TupleStructInfo(())), "_")
+        # the callee writes into the allocations and returns nothing; a packed function is called
+        # through R.call_packed (the form the text can say, as TVM prints its call of one)
+        callee, operands = call.args[0], tuple(inputs) + tuple(written)
+        if isinstance(callee, rx.ExternFunc):
+            self.builder_.emit(make_call("call_packed", (callee, *operands), {}, ()), "_")
+        else:
+            self.builder_.emit(rx.Call(callee, operands, struct_info=TupleStructInfo(())), "_")
         index = [0]
         return _rebuild(out_sinfo, outs, index)
 
