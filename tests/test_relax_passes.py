@@ -312,3 +312,37 @@ def test_passes_keep_the_modules_vdevices(passes):
     assert structural_equal(from_source(text), out)
     x = np.arange(4, dtype="float32")
     np.testing.assert_array_equal(run_relax(out, "main", x), x + x)
+
+
+def test_a_recursive_local_function_stays_a_var_of_its_dataflow_block():
+    """ConvertToDataflow (then CanonicalizeBindings) on a function defining a local function that
+    calls itself: the function's variable is used inside its own body, where no dataflow
+    variable is visible, so it stays a Var and is listed in R.output (TVM 0.27 writes
+    ``R.output(loop, gv)``); it had become a DataflowVar and the text did not parse."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+        @R.function
+        def loop(i: R.Tensor((), dtype="int32"), s: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+            cond: R.Tensor((), dtype="bool") = R.less(i, R.const(3, "int32"))
+            if cond:
+                n: R.Tensor((), dtype="int32") = R.add(i, R.const(1, "int32"))
+                t: R.Tensor((2,), dtype="float32") = R.add(s, x)
+                r: R.Tensor((2,), dtype="float32") = loop(n, t)
+            else:
+                r: R.Tensor((2,), dtype="float32") = s
+            return r
+
+        gv: R.Tensor((2,), dtype="float32") = loop(R.const(0, "int32"), x)
+        return gv''')
+    out = relax.transform.ConvertToDataflow()(mod)
+    text = out.script()
+    assert "R.output(loop, gv)" in text
+    assert structural_equal(from_source(text), out)
+    x = np.array([1.0, 2.0], dtype="float32")
+    np.testing.assert_array_equal(run_relax(out, "main", x), 4 * x)
+    assert structural_equal(relax.transform.CanonicalizeBindings()(out), out)
