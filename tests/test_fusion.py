@@ -280,7 +280,8 @@ class Module:
 
 
 def test_fuse_tir_rejects_a_primitive_function_of_operators() -> None:
-    with pytest.raises(TVMSError, match="only R.call_tir is supported in primitive functions"):
+    with pytest.raises(TVMSError, match="only R.call_tir and R.call_tir_inplace are supported in primitive "
+                                        "functions, got relax.add"):
         relax.transform.FuseTIR()(from_source(PRIMITIVE_OF_OPERATORS))
 
 
@@ -438,3 +439,25 @@ class Module:
     x = np.arange(6, dtype="float32").reshape(2, 3)
     _assert_same(run_relax(out, "main", x), -x)
     _assert_same(run_relax(mod, "main", x), -x)
+
+
+def test_fuse_tir_inlines_in_place_calls() -> None:
+    """A fused function whose later call writes the first one's result in place
+    (R.call_tir_inplace) becomes one PrimFunc writing that buffer, TVM 0.27's text
+    (fixtures/fusion/inplace.*, generate_with_tvm.py); FuseTIR had refused it."""
+    mod = _module("inplace", "FuseOps")
+    out = relax.transform.FuseTIR()(mod)
+    assert _tvm_text(out) == _golden("inplace", "FuseTIR")
+    x, p = np.arange(20, dtype="float32").reshape(4, 5) / 20, np.array(0.5, dtype="float32")
+    _assert_same(run_relax(out, "main", x, p), np.exp(x + p))
+    _assert_same(run_relax(mod, "main", x, p), np.exp(x + p))
+
+
+def test_fuse_tir_refuses_writing_a_parameter_in_place() -> None:
+    """An in-place call on a parameter of the fused function would write the caller's tensor:
+    refused with a clear error (TVM makes the fused call an in-place one; tvms does not yet)."""
+    text = _golden("inplace", "FuseOps").replace(
+        'lv = R.call_tir(cls.add, (x, p0), out_ty=R.Tensor((4, 5), dtype="float32"))', "lv = x")
+    assert "lv = x" in text
+    with pytest.raises(TVMSError, match="writes a parameter of the fused function in place"):
+        relax.transform.FuseTIR()(from_source(text))

@@ -194,10 +194,12 @@ class _FusedPrimFunc:
             fields = e.tuple_value.struct_info.fields
             start = sum(_tensor_count(f) for f in fields[:e.index])
             return whole[start:start + _tensor_count(fields[e.index])]
-        if isinstance(e, rx.Call) and isinstance(e.op, Op) and e.op.name == "relax.call_tir":
+        if isinstance(e, rx.Call) and isinstance(e.op, Op) and e.op.name in ("relax.call_tir",
+                                                                             "relax.call_tir_inplace"):
             return self.inline_call(e)
-        raise TVMSError(f"FuseTIR: only R.call_tir is supported in primitive functions, got "
-                        f"{type(e).__name__}")
+        what = e.op.name if isinstance(e, rx.Call) and isinstance(e.op, Op) else type(e).__name__
+        raise TVMSError(f"FuseTIR: only R.call_tir and R.call_tir_inplace are supported in primitive "
+                        f"functions, got {what}")
 
     def inline_call(self, call: rx.Call) -> list:
         callee = self.mod[call.args[0]]
@@ -213,13 +215,16 @@ class _FusedPrimFunc:
         self.bodies.append(root.body)
         params = [callee.buffer_map.get(p, p) for p in callee.params]
         index = 0
+        arguments = []  # the fused buffers of each argument
         for a in call.args[1].fields:  # inputs: the callee's buffers stand for the arguments'
             scalar = self.scalar_value(a)
             if scalar is not None:  # a size argument (``n``) of a scalar parameter
                 self.match_scalar(params[index], scalar)
+                arguments.append([])
                 index += 1
                 continue
-            for target in self.visit(a):
+            arguments.append(self.visit(a))
+            for target in arguments[-1]:
                 inner = params[index]
                 if not isinstance(inner, Buffer):
                     raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} takes a scalar where "
@@ -228,8 +233,13 @@ class _FusedPrimFunc:
                 self.buffer_subst[id(inner)] = target
                 index += 1
         out_sinfos = _flat_tensors(call.sinfo_args)
+        # R.call_tir_inplace: an output with an index is the argument there, written in place
+        inplace = call.attrs["inplace_indices"] if call.op.name == "relax.call_tir_inplace" else ()
         outputs = []
-        for sinfo in out_sinfos:
+        for k, sinfo in enumerate(out_sinfos):
+            if k < len(inplace) and int(inplace[k]) != -1:
+                outputs.append(self.written_in_place(arguments[int(inplace[k])], call))
+                continue
             inner = params[index]
             index += 1
             buf = decl_buffer(sinfo.dims, inner.dtype, self.intermediate_name(inner.name),
@@ -243,6 +253,18 @@ class _FusedPrimFunc:
             self.match_scalar(params[index], size)
             index += 1
         return outputs
+
+    def written_in_place(self, argument: list, call: rx.Call) -> Buffer:
+        """The buffer an in-place output is: its argument's, which must be a result computed in
+        the fused function (one written where the fused function's caller does not expect it,
+        a parameter, is refused: TVM turns such a call into an in-place call of its own)."""
+        if len(argument) != 1:
+            raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} writes in place an argument that is "
+                            f"not one tensor")
+        if any(argument[0] is b for b in self.buffer_map.values()):
+            raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} writes a parameter of the fused "
+                            f"function in place; fusing such a call is not supported")
+        return argument[0]
 
     def scalar_value(self, e: Any) -> Any:
         """The PrimExpr that ``e`` passes to a scalar parameter, or None for a tensor."""
