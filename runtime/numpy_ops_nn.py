@@ -31,8 +31,12 @@ def leakyrelu(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("nn.prelu")
 def prelu(args: tuple, attrs: Any) -> np.ndarray:
     x, slope = np.asarray(args[0]), np.asarray(args[1])
+    axis = attrs["axis"] % x.ndim
+    if slope.ndim != 1 or slope.size not in (1, x.shape[axis]):
+        raise TVMSError(f"R.nn.prelu: the slope has shape {slope.shape}; it takes one value or one per "
+                        f"channel ({x.shape[axis]} along axis {axis})")
     shape = [1] * x.ndim
-    shape[attrs["axis"] % x.ndim] = -1
+    shape[axis] = -1
     return _like(np.where(x > 0, x, x * slope.reshape(shape)), x)
 
 
