@@ -7,6 +7,7 @@ import pytest
 
 from conftest import CORPUS, CORPUS_COPY, FIXTURES, corpus_manifest
 from tvms.ir import first_mismatch, relax as rx
+from tvms.ir.errors import ScriptError
 from tvms.ir.struct_info import TensorStructInfo
 from tvms.script import from_source
 
@@ -183,3 +184,30 @@ class Module:
     assert type(inside.var) is rx.DataflowVar and inside.var.name == "_"
     assert type(outside.var) is rx.Var
     assert mod.script() == text
+
+
+def test_a_size_used_in_a_quoted_expression_before_it_is_named():
+    """``A: R.Tensor(("M * N",)), x: R.Shape(["M", "N"])``: the classic signature names a size
+    inside an expression before it names it alone (how tvms prints TVM's test function with
+    x: R.Shape([M, N]) after A): the expression declares it; that text had not parsed. In the
+    0.27 dialect, where sizes are TypeVars, an undeclared name stays an error."""
+    text = '''# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function(private=True)
+    def main(A: R.Tensor(("M * N",)), x: R.Shape(["M", "N"])) -> R.Tensor(("2 * M * N",)):
+        M = T.int64()
+        N = T.int64()
+        B = R.call_dps_packed("dummy_func", (A,), out_sinfo=R.Tensor((2 * M * N,)))
+        return B'''
+    mod = from_source(text)
+    m, n = mod["main"].params[1].struct_info.values
+    product = mod["main"].params[0].struct_info.shape.values[0]
+    assert (m.name, n.name) == ("M", "N") and product.a is m and product.b is n
+    assert mod.script() == text
+    with pytest.raises(ScriptError, match="undefined variable 'M'"):
+        from_source(text.replace("# from tvm.script import tir as T", "# from tvm.script import tirx as T")
+                    .replace("out_sinfo", "out_ty"))
