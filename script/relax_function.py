@@ -409,10 +409,12 @@ class RelaxFunctionBuilder(RelaxBuilder):
             self.in_dataflow, self.outputs = False, None
         for a in last.value.args:
             self.lookup(a.id, a)  # an output must be defined in the block
-        # dataflow variables stay inside the block
+        # this block's dataflow variables stay inside it (a function defined in an outer block
+        # leaves that block's own visible)
+        own = {id(b.var) for b in bindings if isinstance(b.var, rx.DataflowVar)}
         for scope in self.scopes[1:]:
             for key, value in list(scope.items()):
-                if isinstance(value, rx.DataflowVar):
+                if isinstance(value, rx.DataflowVar) and id(value) in own:
                     scope[key] = _Escaped(value)
         return rx.DataflowBlock(tuple(bindings), span=self.span(stmt))
 

@@ -211,3 +211,37 @@ class Module:
     with pytest.raises(ScriptError, match="undefined variable 'M'"):
         from_source(text.replace("# from tvm.script import tir as T", "# from tvm.script import tirx as T")
                     .replace("out_sinfo", "out_ty"))
+
+
+def test_a_function_defined_in_a_dataflow_block_leaves_the_blocks_variables_visible():
+    """The end of the dataflow block inside a function defined in an outer dataflow block hides
+    only its own variables: the outer block's (a) stay usable after the definition (ConvertToDataflow
+    makes such blocks of composite functions); they had been hidden, and the text did not parse."""
+    text = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((10,), dtype="float32")) -> R.Tensor((10,), dtype="float32"):
+        with R.dataflow():
+            a: R.Tensor((10,), dtype="float32") = R.nn.relu(x)
+            # from tvm.script import relax as R
+            
+            @R.function
+            def f(y: R.Tensor((10,), dtype="float32")) -> R.Tensor((10,), dtype="float32"):
+                with R.dataflow():
+                    z: R.Tensor((10,), dtype="float32") = R.nn.relu(y)
+                    R.output(z)
+                return z
+
+            b: R.Tensor((10,), dtype="float32") = f(a)
+            R.output(b)
+        return b
+'''
+    mod = from_source(text.rstrip())
+    assert mod.script() == text.rstrip()
+    outer = mod["main"].body.blocks[0]
+    assert [type(b.var).__name__ for b in outer.bindings] == ["DataflowVar", "DataflowVar", "Var"]
+    with pytest.raises(ScriptError, match="'z' is a dataflow variable"):
+        from_source(text.replace("R.output(z)\n                return z", "R.output(y)\n                return z"))
