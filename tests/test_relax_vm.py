@@ -399,3 +399,25 @@ class Module:
     with pytest.raises(TVMSError, match=r"a tensor of shape \(10000000, 10000000\) and dtype float32 would take "
                                         r"400000000000000 bytes, more than this machine's memory"):
         vm["main"](np.ones(1, "float32"), (10**7,))
+
+
+def test_a_size_computed_with_if_then_else() -> None:
+    """The size TVM gives R.strided_slice's result when the end is symbolic holds a
+    T.if_then_else: the VM computes it (it had refused the size expression)."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(A: R.Tensor(("extent",), dtype="float32")) -> R.Tensor(("T.min(T.max(T.if_then_else(extent < 1, extent * 2 - 1, extent - 1), 0), extent)",), dtype="float32"):
+        extent = T.int64()
+        output: R.Tensor((T.min(T.max(T.if_then_else(extent < 1, extent * 2 - 1, extent - 1), 0), extent),), dtype="float32") = R.strided_slice(A, (0,), (0,), (extent - 1,), assume_inbound=False)
+        return output''')
+    for mode in ("compiled", "bytecode"):
+        vm = relax.VirtualMachine(tvm.compile(mod, target="llvm", exec_mode=mode), tvm.cpu())
+        for n in (5, 1):
+            a = np.arange(n, dtype="float32")
+            np.testing.assert_array_equal(vm["main"](a).numpy(), a[:n - 1])
+            np.testing.assert_array_equal(run_relax(mod, "main", a), a[:n - 1])

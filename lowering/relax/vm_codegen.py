@@ -225,6 +225,9 @@ class _FunctionCompiler:
         if isinstance(e, tir.Select):
             return ("select", self.size_expr(e.condition), self.size_expr(e.true_value),
                     self.size_expr(e.false_value))
+        if isinstance(e, tir.Call) and getattr(e.op, "name", None) == "tir.if_then_else" and len(e.args) == 3:
+            # (a size of R.strided_slice's: both branches are sizes, computing either is safe)
+            return ("select", *(self.size_expr(a) for a in e.args))
         if isinstance(e, tir.Cast):
             return ("cast", str(e.dtype), self.size_expr(e.value))
         raise TVMSError(f"the VM compiler cannot compute the size expression {e} ({type(e).__name__})")
