@@ -24,7 +24,7 @@ from ...ir.visitor import Mutator, collect
 from ...ir.module import IRModule
 from ...ir.node import FrozenDict
 from ...ir.relax_op import make_call
-from ...ir.struct_info import ObjectStructInfo, TensorStructInfo
+from ...ir.struct_info import ObjectStructInfo, PrimStructInfo, TensorStructInfo
 from .. import te
 from ..pass_registry import register_pass
 from ..transform import module_pass
@@ -79,6 +79,13 @@ def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
             if all(a.value is not p for p in params):  # (a size given twice is one parameter, as in TVM)
                 params.append(a.value)
                 rx_args.append(a)
+        elif isinstance(a, rx.Var) and isinstance(a.struct_info, PrimStructInfo) and not a.struct_info.dtype.is_void:
+            # a scalar variable (``y: R.Prim("float32")``) is a scalar parameter named after it,
+            # passed by the call as it is (as TVM's call_te passes it)
+            scalar = Var(a.name, a.struct_info.dtype)
+            te_args.append(scalar)
+            params.append(scalar)
+            rx_args.append(a)
         elif isinstance(a, rx.RelaxExpr):
             sinfo = _tensor_sinfo(a)
             if sinfo is None:
