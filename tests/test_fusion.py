@@ -453,11 +453,13 @@ def test_fuse_tir_inlines_in_place_calls() -> None:
     _assert_same(run_relax(mod, "main", x, p), np.exp(x + p))
 
 
-def test_fuse_tir_refuses_writing_a_parameter_in_place() -> None:
-    """An in-place call on a parameter of the fused function would write the caller's tensor:
-    refused with a clear error (TVM makes the fused call an in-place one; tvms does not yet)."""
-    text = _golden("inplace", "FuseOps").replace(
-        'lv = R.call_tir(cls.add, (x, p0), out_ty=R.Tensor((4, 5), dtype="float32"))', "lv = x")
-    assert "lv = x" in text
-    with pytest.raises(TVMSError, match="writes a parameter of the fused function in place"):
-        relax.transform.FuseTIR()(from_source(text))
+def test_fuse_tir_makes_the_call_in_place_when_a_parameter_is_written() -> None:
+    """An in-place call on a parameter of the fused function: the fused PrimFunc writes that
+    parameter and the fused call becomes R.call_tir_inplace naming it, TVM 0.27's text
+    (fixtures/fusion/inplace_param.*); FuseTIR had refused it."""
+    mod = _module("inplace_param", "FuseOps")
+    out = relax.transform.FuseTIR()(mod)
+    assert _tvm_text(out) == _golden("inplace_param", "FuseTIR")
+    x = np.arange(4, dtype="int64")
+    _assert_same(run_relax(out, "main", 3, x.copy()), x + 3)
+    _assert_same(run_relax(mod, "main", 3, x.copy()), x + 3)

@@ -144,6 +144,10 @@ class _FusedPrimFunc:
             self.buffers_of[id(b.var)] = self.visit(b.value)
         outputs = self.visit(func.body.body)
         param_buffers = {id(b) for b in self.buffer_map.values()}
+        # (an output that is a parameter's buffer, written in place, is no output parameter: the
+        # fused call becomes R.call_tir_inplace naming that parameter, as in TVM)
+        param_of = {id(b): k for k, p in enumerate(func.params) for b in self.buffers_of.get(id(p), [])}
+        self.inplace = [param_of.get(id(b)) for b in outputs]
         out_ids = set()
         for i, buf in enumerate(b for b in outputs if id(b) not in param_buffers):
             p = TirVar(f"p_output{i}", handle)
@@ -255,15 +259,11 @@ class _FusedPrimFunc:
         return outputs
 
     def written_in_place(self, argument: list, call: rx.Call) -> Buffer:
-        """The buffer an in-place output is: its argument's, which must be a result computed in
-        the fused function (one written where the fused function's caller does not expect it,
-        a parameter, is refused: TVM turns such a call into an in-place call of its own)."""
+        """The buffer an in-place output is: its argument's (a parameter's makes the fused call
+        an in-place one, see ``build``)."""
         if len(argument) != 1:
             raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} writes in place an argument that is "
                             f"not one tensor")
-        if any(argument[0] is b for b in self.buffer_map.values()):
-            raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} writes a parameter of the fused "
-                            f"function in place; fusing such a call is not supported")
         return argument[0]
 
     def scalar_value(self, e: Any) -> Any:
@@ -306,7 +306,7 @@ class _CallRewriter(PyExprMutator):
 
     def __init__(self, mod: IRModule, replaced: dict):
         super().__init__(mod)
-        self.replaced = replaced  # name -> GlobalVar of the PrimFunc
+        self.replaced = replaced  # name -> (GlobalVar of the PrimFunc, the parameter each output is or None)
 
     def visit_call_(self, call: rx.Call) -> Node:
         call = super().visit_call_(call)
@@ -316,19 +316,25 @@ class _CallRewriter(PyExprMutator):
         # tensors as they are, each size of a shape and each scalar as a PrimValue, in the order
         # of the parameters (TVM 0.27's form: ``R.call_tir(cls.f, (x, n), ...)``)
         args: list = []
+        at: list = []  # where each argument of the fused function's call is in ``args``
         for a in call.args:
+            at.append(len(args))
             sinfo = a.struct_info
             if isinstance(sinfo, ShapeStructInfo):
                 args.extend(rx.PrimValue(v) for v in sinfo.values)
             elif isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
-                args.append(a if isinstance(a, rx.PrimValue) else rx.PrimValue(sinfo.value))
+                # (a scalar variable is passed as it is, as TVM passes it)
+                args.append(a if isinstance(a, (rx.PrimValue, rx.Var)) else rx.PrimValue(sinfo.value))
             elif isinstance(sinfo, TupleStructInfo):
                 raise TVMSError("FuseTIR: tuple arguments of fused functions are not supported")
             else:
                 args.append(a)
         outs = tuple(_flat_tensors(call.struct_info))
-        return make_call("call_tir", [self.replaced[call.op.name_hint], rx.Tuple(tuple(args))],
-                         {}, outs)
+        prim, inplace = self.replaced[call.op.name_hint]
+        if any(k is not None for k in inplace):
+            indices = tuple(-1 if k is None else at[k] for k in inplace)
+            return make_call("call_tir_inplace", [prim, rx.Tuple(tuple(args))], {"inplace_indices": indices}, outs)
+        return make_call("call_tir", [prim, rx.Tuple(tuple(args))], {}, outs)
 
 
 def fuse_tir(mod: IRModule) -> IRModule:
@@ -339,12 +345,13 @@ def fuse_tir(mod: IRModule) -> IRModule:
     replaced: dict = {}
     fused: list = []
     for gv, f in primitive:
-        fused.append((gv, _FusedPrimFunc(mod, f).build()))
-    for gv, prim in fused:
+        builder = _FusedPrimFunc(mod, f)
+        fused.append((gv, builder.build(), builder.inplace))
+    for gv, prim, inplace in fused:
         del mod[gv]
         new_gv = GlobalVar(gv.name_hint)
         mod[new_gv] = prim
-        replaced[gv.name_hint] = new_gv
+        replaced[gv.name_hint] = (new_gv, inplace)
     rewriter = _CallRewriter(mod, replaced)
     for gv, f in mod.functions_items():
         if isinstance(f, rx.Function):
