@@ -30,6 +30,10 @@ _DPS_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_tir_inplace")
 
 
 class _Rewriter(PyExprMutator):
+    def __init__(self, mod: IRModule):
+        super().__init__(mod)
+        self.vdevices = tuple(mod.global_infos.get("vdevice", ()))  # (where an output's index points)
+
     def visit_call_(self, call: rx.Call) -> Node:
         call = super().visit_call_(call)
         if not (isinstance(call.op, Op) and call.op.name in _DPS_OPS):
@@ -103,7 +107,6 @@ class CallTIRRewrite:
 
     def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
         rewriter = _Rewriter(mod)
-        rewriter.vdevices = tuple(mod.global_infos.get("vdevice", ()))
         for gv, f in mod.functions_items():
             if isinstance(f, rx.Function):
                 new = rewriter.visit_expr(f)

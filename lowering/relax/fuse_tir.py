@@ -132,6 +132,7 @@ class _FusedPrimFunc:
         # the renewed callees, kept alive while their ids key buffer_subst and size_subst: a
         # parameter its body never reads would otherwise be freed and its id given to a new node
         self.inlined: list = []
+        self.inplace: list = []  # per output: the parameter (index) it is written into, or None
         self.func = func
 
     def build(self) -> PrimFunc:
