@@ -421,3 +421,23 @@ class Module:
             a = np.arange(n, dtype="float32")
             np.testing.assert_array_equal(vm["main"](a).numpy(), a[:n - 1])
             np.testing.assert_array_equal(run_relax(mod, "main", a), a[:n - 1])
+
+
+def test_tir_var_upper_bound_must_map_names_to_integers() -> None:
+    """``"tir_var_upper_bound": {"n": [4]}`` (a list, where TVM takes an integer) is a clear error
+    of the compiler (a TypeError had escaped it); ``{"n": 4}`` compiles and runs."""
+    text = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, "n"), dtype="float32")) -> R.Tensor((2, "n"), dtype="float32"):
+        R.func_attr({"tir_var_upper_bound": {"n": [4]}})
+        y: R.Tensor((2, "n"), dtype="float32") = R.add(x, x)
+        return y'''
+    with pytest.raises(TVMSError, match=r"main: tir_var_upper_bound of 'n' must be an integer, got \(4,\)"):
+        tvm.compile(from_source(text), target="llvm")
+    vm = relax.VirtualMachine(tvm.compile(from_source(text.replace("[4]", "4")), target="llvm"), tvm.cpu())
+    x = np.ones((2, 3), "float32")
+    np.testing.assert_array_equal(vm["main"](x).numpy(), x + x)

@@ -155,9 +155,17 @@ class _FunctionCompiler:
     def upper_bounds(self) -> tuple:
         """``(slot, bound)`` of the size variables the ``tir_var_upper_bound`` attribute bounds."""
         bounds = self.func.attrs.get("tir_var_upper_bound") or {}
+        if not hasattr(bounds, "items"):
+            raise TVMSError(f"{self.name}: tir_var_upper_bound maps size names to integers, got {bounds!r}")
         slots = {v.name: k for v, k in self.slots.items()}
-        return tuple(sorted((slots[name], int(getattr(b, "value", b))) for name, b in bounds.items()
-                            if name in slots))
+        out = []
+        for name, b in bounds.items():
+            value = getattr(b, "value", b)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TVMSError(f"{self.name}: tir_var_upper_bound of {name!r} must be an integer, got {b!r}")
+            if name in slots:
+                out.append((slots[name], value))
+        return tuple(sorted(out))
 
     def tensor_type(self, sinfo: Any) -> tuple:
         """A parameter as ``VMFunction.signature`` records it: (annotation, dtype, dims)."""
