@@ -441,3 +441,31 @@ class Module:
     vm = relax.VirtualMachine(tvm.compile(from_source(text.replace("[4]", "4")), target="llvm"), tvm.cpu())
     x = np.ones((2, 3), "float32")
     np.testing.assert_array_equal(vm["main"](x).numpy(), x + x)
+
+
+def test_call_tir_dyn_of_a_packed_function_by_name() -> None:
+    """R.vm.call_tir_dyn(R.str("f"), (x, out, R.shape([m, n]))) calls the packed function f with
+    the tensors and the sizes (an AttributeError had escaped the VM compiler)."""
+    seen = []
+
+    @tvm.register_func("test_vm.double_into", override=True)
+    def double_into(x, out, m, n) -> None:
+        seen.append((m, n))
+        np.multiply(np.from_dlpack(x), 2, out=np.from_dlpack(out))
+
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(x: R.Tensor(("m", "n"), dtype="float32")) -> R.Tensor(("m", "n"), dtype="float32"):
+        m = T.int64()
+        n = T.int64()
+        out: R.Tensor((m, n), dtype="float32") = R.builtin.alloc_tensor(R.shape([m, n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        R.vm.call_tir_dyn(R.str("test_vm.double_into"), (x, out, R.shape([m, n])))
+        return out''')
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_array_equal(vm["main"](x).numpy(), 2 * x)
+    assert seen == [(2, 3)]

@@ -540,7 +540,14 @@ class _FunctionCompiler:
         if not isinstance(sizes, rx.ShapeExpr):
             raise TVMSError(f"{self.name}: R.vm.call_tir_dyn takes its sizes as an R.shape([...]) last")
         args = [self.expr(t) for t in tensors] + [self.size(v) for v in sizes.values]
-        self.code.append(Call(None, "kernel", e.args[0].name_hint, tuple(args)))
+        callee = e.args[0]
+        if isinstance(callee, (rx.StringImm, rx.ExternFunc)):  # (a packed function, by name)
+            self.code.append(Call(None, "packed", _packed_name(callee, "R.vm.call_tir_dyn"), tuple(args)))
+        elif self.cg.is_prim_func(callee):
+            self.code.append(Call(None, "kernel", callee.name_hint, tuple(args)))
+        else:
+            raise TVMSError(f"{self.name}: R.vm.call_tir_dyn calls a PrimFunc of the module or a packed "
+                            f"function by name, not {callee!r}")
         return self.builtin("vm.builtin.make_tuple", [], dst)
 
     def make_closure(self, e: rx.Call, dst: int | None) -> Reg:
