@@ -463,3 +463,30 @@ def test_fuse_tir_makes_the_call_in_place_when_a_parameter_is_written() -> None:
     x = np.arange(4, dtype="int64")
     _assert_same(run_relax(out, "main", 3, x.copy()), x + 3)
     _assert_same(run_relax(mod, "main", 3, x.copy()), x + 3)
+
+
+def test_call_tir_rewrite_through_a_variable_holding_a_packed_function() -> None:
+    """R.call_dps_packed(gv, ...) with gv = R.ExternFunc("f"): the call of gv returns what an opaque
+    function returns (``_: R.Any = gv(x, alloc)``, TVM 0.27's line), not nothing; the rewritten
+    module had read back differently."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        gv: R.Callable = R.ExternFunc("test_fusion.negate")
+        y = R.call_dps_packed(gv, (x,), out_ty=R.Tensor((2, 3), dtype="float32"))
+        return y''')
+
+    @tvms.register_func("test_fusion.negate", override=True)
+    def negate(x, out) -> None:
+        np.negative(np.from_dlpack(x), out=np.from_dlpack(out))
+
+    out = relax.transform.CallTIRRewrite()(mod)
+    text = out.script(dialect="tvm-0.27")
+    assert "_: R.Any = gv(x, alloc)" in text
+    assert structural_equal(from_source(text), out)
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    _assert_same(run_relax(out, "main", x), -x)

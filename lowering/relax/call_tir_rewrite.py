@@ -53,6 +53,8 @@ class _Rewriter(PyExprMutator):
         callee, operands = call.args[0], tuple(inputs) + tuple(written)
         if isinstance(callee, rx.ExternFunc):
             self.builder_.emit(make_call("call_packed", (callee, *operands), {}, ()), "_")
+        elif isinstance(callee, rx.Var):  # (a function value: its call's struct info is inferred, as parsed)
+            self.builder_.emit(rx.Call(callee, operands), "_")
         else:
             self.builder_.emit(rx.Call(callee, operands, struct_info=TupleStructInfo(())), "_")
         index = [0]
