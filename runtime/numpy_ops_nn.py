@@ -237,6 +237,11 @@ def _conv(op: str, transpose: bool) -> Any:
         n, groups = x.ndim - 2, attrs["groups"]
         strides, dilation, pad = attrs["strides"], attrs["dilation"], attrs["padding"]
         ksize = w.shape[2:]
+        # (sizes known only when it runs: the data's channels must be the kernel's, groups times)
+        channels = w.shape[0] if transpose else w.shape[1] * groups
+        if x.shape[1] != channels or w.shape[0] % groups:
+            raise TVMSError(f"R.{op}: data of {x.shape[1]} channels and a kernel of shape {w.shape} "
+                            f"(in the {target} / {kernel} layouts) do not make {groups} groups")
         if transpose:
             cin = w.shape[0] // groups
             sizes = [(x.shape[2 + i] - 1) * strides[i] + dilation[i] * (ksize[i] - 1) + 1

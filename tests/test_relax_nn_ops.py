@@ -287,3 +287,26 @@ def test_prelu_refuses_a_slope_of_another_length() -> None:
         LegalizeOps()(mod)
     with pytest.raises(TVMSError, match=r"R.nn.prelu: the slope has shape \(3,\)"):
         run_relax(mod, "main", np.zeros((4, 7), "float32"), np.zeros(3, "float32"))
+
+
+def test_grouped_conv_with_sizes_known_when_it_runs_checks_them() -> None:
+    """A grouped R.nn.conv2d over symbolic channels: data whose channels are not the kernel's
+    input channels times the groups is a clear error of the reference (numpy's einsum had
+    raised a ValueError); consistent sizes compute."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", "c", 6, 6), dtype="float32"), w: R.Tensor(("f", "c_div_2", 3, 3), dtype="float32")) -> R.Tensor(("n", "f", 4, 4), dtype="float32"):
+        n = T.int64()
+        c = T.int64()
+        f = T.int64()
+        gv: R.Tensor((n, f, 4, 4), dtype="float32") = R.nn.conv2d(x, w, groups=2)
+        return gv''')
+    with pytest.raises(TVMSError, match=r"R.nn.conv2d: data of 4 channels and a kernel of shape \(4, 4, 3, 3\)"
+                                        r".* do not make 2 groups"):
+        run_relax(mod, "main", np.ones((1, 4, 6, 6), "float32"), np.ones((4, 4, 3, 3), "float32"))
+    out = run_relax(mod, "main", np.ones((1, 4, 6, 6), "float32"), np.ones((4, 2, 3, 3), "float32"))
+    np.testing.assert_array_equal(out, np.full((1, 4, 4, 4), 18, "float32"))
