@@ -245,3 +245,21 @@ class Module:
     assert [type(b.var).__name__ for b in outer.bindings] == ["DataflowVar", "DataflowVar", "Var"]
     with pytest.raises(ScriptError, match="'z' is a dataflow variable"):
         from_source(text.replace("R.output(z)\n                return z", "R.output(y)\n                return z"))
+
+
+def test_a_variable_holding_nothing_prints_as_the_empty_tuple_where_it_is_used():
+    """LiftTransformParams leaves ``gv = R.tuple()`` returned: the binding prints as the value
+    alone and the return as ``return R.tuple()`` (TVM 0.27's lines); the return had named gv,
+    which the text never defines, and did not parse."""
+    from tvms import IRModule, relax
+
+    func = from_source('''# from tvm.script import relax as R
+
+@R.function
+def func(A: R.Tensor((16,), dtype="int32"), B: R.Tensor((16,), dtype="int32")) -> R.Tuple:
+    R.func_attr({"num_input": 1})
+    return R.tuple()''')
+    text = relax.transform.LiftTransformParams()(IRModule({"func": func})).script()
+    assert '        R.func_attr({"num_input": 1})\n        R.tuple()\n        return R.tuple()\n' in text
+    again = from_source(text)
+    assert again["func"].body.body.struct_info.fields == ()
