@@ -131,8 +131,15 @@ class IRModule:
         return mod
 
     def copy(self) -> "IRModule":
-        mod = IRModule(attrs=self.attrs, span=self.span, source_dialect=self.source_dialect)
+        mod = self.empty_copy()
         mod._functions = dict(self._functions)
+        return mod
+
+    def empty_copy(self) -> "IRModule":
+        """A module with none of the functions but all the rest of this one: attributes, global
+        infos (the vdevices its functions name), span and dialect (what a pass that rebuilds
+        the module function by function starts from)."""
+        mod = IRModule(attrs=self.attrs, span=self.span, source_dialect=self.source_dialect)
         mod.global_infos = self.global_infos
         return mod
 

@@ -36,7 +36,13 @@ def _alloc_tensor(info: CallInfo) -> StructInfo:
 
 
 def _builtin_alloc_tensor(info: CallInfo) -> StructInfo:
-    return _tensor_of(info, 0, "shape, dtype, device index, storage scope")
+    out = _tensor_of(info, 0, "shape, dtype, device index, storage scope")
+    # (TVM takes the vdevice at the device index of the module's list, which inference does not
+    # see here; the call's ty_args, the output CallTIRRewrite allocates, name the same one)
+    declared = info.sinfo_args[0] if info.sinfo_args else None
+    if isinstance(declared, TensorStructInfo) and declared.vdevice is not None:
+        out = TensorStructInfo(out.shape, out.dtype, out.ndim, declared.vdevice)
+    return out
 
 
 def prepare_memory(dtype_at: int, scope_at: int | None = None, zero_at: int | None = None) -> object:

@@ -120,6 +120,8 @@ def verify_roundtrip(mod: IRModule, pass_name: str, **script_kwargs: Any) -> Non
     from ..ir.structural import first_mismatch, structural_equal
     from ..script import from_source  # the checker needs the printer and parser
 
+    # (with the constants' values: text that leaves them out parses back to constants of unknown shape)
+    script_kwargs = {"show_meta": True, **script_kwargs}
     try:
         text = mod.script(**script_kwargs)
     except Exception as err:  # noqa: BLE001  (any printer failure means the IR is malformed)

@@ -326,7 +326,13 @@ def permute_dims(args: tuple, attrs: Any) -> np.ndarray:
 
 @numpy_op("reshape")
 def reshape(args: tuple, attrs: Any) -> np.ndarray:
-    return np.reshape(args[0], tuple(args[1])).copy()
+    # (a shape known only when it runs, R.tensor_to_shape's, may not hold the data's elements)
+    data, shape = np.asarray(args[0]), tuple(int(d) for d in args[1])
+    try:
+        return np.reshape(data, shape).copy()
+    except ValueError:
+        raise TVMSError(f"R.reshape: a tensor of shape {data.shape} ({data.size} elements) cannot take "
+                        f"the shape {shape}") from None
 
 
 @numpy_op("broadcast_to")

@@ -31,8 +31,12 @@ def leakyrelu(args: tuple, attrs: Any) -> np.ndarray:
 @numpy_op("nn.prelu")
 def prelu(args: tuple, attrs: Any) -> np.ndarray:
     x, slope = np.asarray(args[0]), np.asarray(args[1])
+    axis = attrs["axis"] % x.ndim
+    if slope.ndim != 1 or slope.size not in (1, x.shape[axis]):
+        raise TVMSError(f"R.nn.prelu: the slope has shape {slope.shape}; it takes one value or one per "
+                        f"channel ({x.shape[axis]} along axis {axis})")
     shape = [1] * x.ndim
-    shape[attrs["axis"] % x.ndim] = -1
+    shape[axis] = -1
     return _like(np.where(x > 0, x, x * slope.reshape(shape)), x)
 
 
@@ -233,6 +237,11 @@ def _conv(op: str, transpose: bool) -> Any:
         n, groups = x.ndim - 2, attrs["groups"]
         strides, dilation, pad = attrs["strides"], attrs["dilation"], attrs["padding"]
         ksize = w.shape[2:]
+        # (sizes known only when it runs: the data's channels must be the kernel's, groups times)
+        channels = w.shape[0] if transpose else w.shape[1] * groups
+        if x.shape[1] != channels or w.shape[0] % groups:
+            raise TVMSError(f"R.{op}: data of {x.shape[1]} channels and a kernel of shape {w.shape} "
+                            f"(in the {target} / {kernel} layouts) do not make {groups} groups")
         if transpose:
             cin = w.shape[0] // groups
             sizes = [(x.shape[2 + i] - 1) * strides[i] + dilation[i] * (ksize[i] - 1) + 1

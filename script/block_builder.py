@@ -302,7 +302,7 @@ class BlockBuilder:
                 rename[id(gv)] = GlobalVar(new)
             taken.add(new or gv.name_hint)
         mutator = _RenameGlobals(rename)
-        mod = IRModule(attrs=self._mod.attrs, source_dialect=self._mod.source_dialect)
+        mod = self._mod.empty_copy()
         for gv, f in items:
             mod[rename.get(id(gv), gv)] = mutator.visit(f)
         return mod

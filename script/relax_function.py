@@ -158,7 +158,9 @@ class RelaxFunctionBuilder(RelaxBuilder):
             if isinstance(value, rx.RelaxExpr):  # a call for its effect: bound to an unused name
                 value = self.normalize(value, out)
                 self.take_slot()
-                out.append(rx.VarBinding(value, rx.Var("_", value.struct_info), span=self.span(stmt)))
+                # (inside a dataflow block a dataflow variable, as a builder's emit makes it)
+                var = (rx.DataflowVar if self.in_dataflow else rx.Var)("_", value.struct_info)
+                out.append(rx.VarBinding(value, var, span=self.span(stmt)))
                 return
             raise self.error(stmt, "an expression statement has no effect here")
         if isinstance(stmt, S.Assign):
@@ -414,10 +416,12 @@ class RelaxFunctionBuilder(RelaxBuilder):
             self.in_dataflow, self.outputs = False, None
         for a in last.value.args:
             self.lookup(a.id, a)  # an output must be defined in the block
-        # dataflow variables stay inside the block
+        # this block's dataflow variables stay inside it (a function defined in an outer block
+        # leaves that block's own visible)
+        own = {id(b.var) for b in bindings if isinstance(b.var, rx.DataflowVar)}
         for scope in self.scopes[1:]:
             for key, value in list(scope.items()):
-                if isinstance(value, rx.DataflowVar):
+                if isinstance(value, rx.DataflowVar) and id(value) in own:
                     scope[key] = _Escaped(value)
         return rx.DataflowBlock(tuple(bindings), span=self.span(stmt))
 

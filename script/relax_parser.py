@@ -7,6 +7,7 @@ are handled here.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -381,6 +382,14 @@ class RelaxBuilder(ScopedEvaluator):
         from .parser import parse_syntax
 
         problem = f"a quoted dimension is a symbolic size or an expression of sizes, got {text!r}"
+        # (in the classic signature, where sizes have no TypeVars, a size named first inside an
+        # expression is declared there, as a quoted name is: ``A: R.Tensor(("M * N",)),
+        # x: R.Shape(["M", "N"])`` uses M before the name alone declares it)
+        names = re.findall(r"(?<![\w.])([A-Za-z_]\w*)(?![\w(.])", text) if self.dialect.name == "classic" else ()
+        for name in names:
+            if not any(name in scope for scope in self.scopes) and name not in self.module_names \
+                    and name not in ("T", "R"):
+                self.symbolic(name, syn)
         try:
             stmts = parse_syntax(text, Source(text, "<size>")).body
             if len(stmts) != 1 or not isinstance(stmts[0], S.ExprStmt):

@@ -171,7 +171,10 @@ class RelaxPrinter(TIRPrinter):
     def rexpr(self, e: Any, top: bool = False) -> str:
         """A Relax expression; ``top``: the whole right side of a binding (tuples go bare)."""
         if isinstance(e, rx.Var):
-            return self.namer.get(e) or e.name
+            name = self.namer.get(e)
+            if name is None and _is_void(e.struct_info):
+                return "R.tuple()"  # (its binding printed as the value alone: it holds nothing, as TVM writes it)
+            return name or e.name
         if isinstance(e, GlobalVar):
             if e.name_hint not in self.module_names:
                 return quote(e.name_hint)

@@ -590,3 +590,43 @@ def test_cpu_rules_are_skipped_for_other_targets():
         out = dl.ApplyDefaultSchedule(*ALL_RULES)(mod)
     assert out.script() == mod.script()
     assert all(rule.is_target_available(TARGET) for rule in ALL_RULES)
+
+
+def test_default_schedule_of_a_function_with_assumption_blocks() -> None:
+    """A PrimFunc whose first block states T.assume facts (it writes nothing, as TVM's
+    buffer_*_assumptions blocks): the CPU rules decline what needs an output block, the module
+    compiles and computes (an IndexError had escaped the default schedule)."""
+    from tvms.runtime.reference_relax import run_relax
+    from tvms.script import from_source
+
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def sub(a: T.Buffer((T.int64(4), T.int64(8)), "int32"), b: T.Buffer((T.int64(4), T.int64(8)), "int32"), compute: T.Buffer((T.int64(4), T.int64(8)), "int32")):
+        T.func_attr({"tir.noalias": True})
+        for i, j in T.grid(T.int64(4), T.int64(8)):
+            with T.block("buffer_a_assumptions"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(a[vi, vj])
+                T.writes()
+                T.assume(a[vi, vj] >= 0)
+        for i, j in T.grid(T.int64(4), T.int64(8)):
+            with T.block("compute"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(a[vi, vj], b[vi, vj])
+                T.writes(compute[vi, vj])
+                compute[vi, vj] = a[vi, vj] - b[vi, vj]
+
+    @R.function
+    def main(a: R.Tensor((4, 8), dtype="int32"), b: R.Tensor((4, 8), dtype="int32")) -> R.Tensor((4, 8), dtype="int32"):
+        cls = Module
+        out = R.call_tir(cls.sub, (a, b), out_sinfo=R.Tensor((4, 8), dtype="int32"))
+        return out''')
+    a, b = np.arange(32, dtype="int32").reshape(4, 8), np.ones((4, 8), "int32")
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_array_equal(vm["main"](a, b).numpy(), a - b)
+    np.testing.assert_array_equal(run_relax(mod, "main", a, b), a - b)

@@ -239,3 +239,31 @@ class M:
     (func,) = [f for _, f in LegalizeOps()(from_source(text)).functions_items() if isinstance(f, PrimFunc)]
     assert "vi = T.axis.spatial(T.int64(1), T.int64(0))" in func.script()
     assert "T_reshape[()] = x[T.int64(0), T.int64(0)]" in func.script()
+
+
+def test_a_size_only_the_computation_reads_is_a_scalar_parameter() -> None:
+    """R.strided_slice(A, (0,), (index,), (index + 1,)) with index a size of a shape parameter: the
+    PrimFunc reads index but no buffer shape holds it, so it is a scalar parameter passed by the
+    call (TVM 0.27: ``strided_slice(A, index: T.int64, T_dynamic_strided_slice_with_axes)``,
+    ``R.call_tir(cls.strided_slice, (A, index), ...)``); it had been left free in the PrimFunc and
+    the module did not compile."""
+    import tvms
+
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(A: R.Tensor((16, 16), dtype="float32"), B: R.Shape(["index"])) -> R.Tensor((1, 16), dtype="float32"):
+        index = T.int64()
+        gv: R.Tensor((1, 16), dtype="float32") = R.strided_slice(A, (0,), (index,), (index + 1,), assume_inbound=True)
+        return gv''')
+    legal = LegalizeOps()(mod)
+    text = legal.script(dialect="tvm-0.27")
+    assert 'def strided_slice(A: T.Buffer((T.int64(16), T.int64(16)), "float32"), index: T.int64, ' in text
+    assert "R.call_tir(cls.strided_slice, (A, index), " in text
+    a = np.arange(256, dtype="float32").reshape(16, 16)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_array_equal(vm["main"](a, (5,)).numpy(), a[5:6])
+    np.testing.assert_array_equal(run_relax(legal, "main", a, (5,)), a[5:6])

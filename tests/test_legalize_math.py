@@ -299,3 +299,52 @@ def main(x: R.Tensor((4,), "float16")) -> R.Tensor((4,), "float16"):
 ''')
     with pytest.raises(TVMSError, match=re.escape("-70000.0 is out of the range of float16 literals")):
         LegalizeOps()(IRModule({"main": mod}))
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "round", "trunc"])
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool"])
+def test_rounding_an_integer_is_the_integer(op: str, dtype: str) -> None:
+    """R.floor/ceil/round/trunc of integers or bools legalize to a copy, as TVM 0.27's do
+    (``compute[v_i0, v_i1] = x[v_i0, v_i1]``); floor, ceil and round had called the float
+    intrinsic on an integer, which the llvm target refuses."""
+    import tvms
+
+    mod = from_source(f'''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="{dtype}")) -> R.Tensor((2, 3), dtype="{dtype}"):
+        gv: R.Tensor((2, 3), dtype="{dtype}") = R.{op}(x)
+        return gv''')
+    legal = LegalizeOps()(mod)
+    assert "compute[v_i0, v_i1] = x[v_i0, v_i1]" in legal.script()
+    x = np.array([[0, 1, 2], [3, 1, 0]], dtype=dtype)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_array_equal(vm["main"](x).numpy(), x)
+    np.testing.assert_array_equal(run_relax(mod, "main", x), x)
+
+
+def test_a_scalar_variable_operand_is_a_scalar_parameter() -> None:
+    """R.subtract(x, y) with y: R.Prim("float32") legalizes to a PrimFunc taking ``y: T.float32``,
+    called with ``(x, y)`` (TVM 0.27's text); call_te had refused the scalar variable."""
+    import tvms
+
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), dtype="float32"), y: R.Prim("float32")) -> R.Tensor((2, 3), dtype="float32"):
+        gv: R.Tensor((2, 3), dtype="float32") = R.subtract(x, y)
+        return gv''')
+    text = LegalizeOps()(mod).script(dialect="tvm-0.27")
+    assert 'def subtract(x: T.Buffer((T.int64(2), T.int64(3)), "float32"), y: T.float32, T_subtract' in text
+    assert "T_subtract[v_ax0, v_ax1] = x[v_ax0, v_ax1] - y" in text
+    assert 'gv = R.call_tir(cls.subtract, (x, y), out_ty=R.Tensor((2, 3), dtype="float32"))' in text
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_array_equal(vm["main"](x, 0.5).numpy(), x - 0.5)
+    np.testing.assert_array_equal(run_relax(LegalizeOps()(mod), "main", x, 0.5), x - 0.5)

@@ -321,3 +321,27 @@ def test_reductions_treat_nan_as_tvm_kernels_do() -> None:
         np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(want[0], [0.5, 0.5])
     np.testing.assert_array_equal(want[1], [1, 2])  # (a NaN is replaced, then replaces)
+
+
+def test_reshape_to_a_shape_known_when_it_runs_refuses_a_wrong_size() -> None:
+    """R.reshape to R.tensor_to_shape(x): a shape whose elements are not the data's is a clear
+    error in the reference and in the compiled module (numpy's ValueError had escaped both)."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), dtype="int64"), y: R.Tensor((16,), dtype="float32")) -> R.Tensor(dtype="float32", ndim=2):
+        lv: R.Shape(ndim=2) = R.tensor_to_shape(x)
+        gv: R.Tensor(lv, dtype="float32") = R.reshape(y, lv)
+        return gv''')
+    y = np.arange(16, dtype="float32")
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, "llvm"), tvms.cpu())
+    np.testing.assert_array_equal(vm["main"](np.array([4, 4]), y).numpy(), y.reshape(4, 4))
+    np.testing.assert_array_equal(run_relax(mod, "main", np.array([2, 8]), y), y.reshape(2, 8))
+    message = r"R.reshape: a tensor of shape \(16,\) \(16 elements\) cannot take the shape \(3, 2\)"
+    with pytest.raises(TVMSError, match=message):
+        run_relax(mod, "main", np.array([3, 2]), y)
+    with pytest.raises(TVMSError, match=message):
+        vm["main"](np.array([3, 2]), y)

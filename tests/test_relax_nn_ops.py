@@ -248,3 +248,65 @@ class Module:
     got = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())["forward"](x)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g.numpy(), w)
+
+
+PRELU_ONE_SLOPE = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 7), dtype="float32"), y: R.Tensor(({slopes},), dtype="float32")) -> R.Tensor((4, 7), dtype="float32"):
+        gv: R.Tensor((4, 7), dtype="float32") = R.nn.prelu(x, y, axis=1)
+        return gv'''
+
+
+def test_prelu_with_one_slope_broadcasts_it() -> None:
+    """A slope of one value applies to every channel: legalized, it is first copied to each
+    channel (TVM 0.27's ``slope_broadcasted`` block); the kernel had read the slope at each
+    channel's index, out of its bounds, and the compiled module returned garbage."""
+    import tvms
+
+    mod = from_source(PRELU_ONE_SLOPE.format(slopes=1))
+    text = LegalizeOps()(mod).script(dialect="tvm-0.27")
+    assert "slope_broadcasted[v_c] = y[T.int64(0)]" in text
+    assert "x[v_i0, v_i1] * slope_broadcasted[v_i1])" in text
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-1, 1, (4, 7)).astype("float32"), np.float32([0.25])
+    want = np.where(x > 0, x, x * 0.25)
+    np.testing.assert_allclose(run_relax(mod, "main", x, y), want, rtol=1e-6)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](x, y).numpy(), want, rtol=1e-6)
+
+
+def test_prelu_refuses_a_slope_of_another_length() -> None:
+    """Three slopes for seven channels: a clear error from LegalizeOps and from the reference
+    (TVM's topi asserts; numpy had raised its broadcasting ValueError)."""
+    mod = from_source(PRELU_ONE_SLOPE.format(slopes=3))
+    with pytest.raises(TVMSError, match=r"R.nn.prelu: the slope has shape \(3,\).*one per channel \(7 along axis 1\)"):
+        LegalizeOps()(mod)
+    with pytest.raises(TVMSError, match=r"R.nn.prelu: the slope has shape \(3,\)"):
+        run_relax(mod, "main", np.zeros((4, 7), "float32"), np.zeros(3, "float32"))
+
+
+def test_grouped_conv_with_sizes_known_when_it_runs_checks_them() -> None:
+    """A grouped R.nn.conv2d over symbolic channels: data whose channels are not the kernel's
+    input channels times the groups is a clear error of the reference (numpy's einsum had
+    raised a ValueError); consistent sizes compute."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", "c", 6, 6), dtype="float32"), w: R.Tensor(("f", "c_div_2", 3, 3), dtype="float32")) -> R.Tensor(("n", "f", 4, 4), dtype="float32"):
+        n = T.int64()
+        c = T.int64()
+        f = T.int64()
+        gv: R.Tensor((n, f, 4, 4), dtype="float32") = R.nn.conv2d(x, w, groups=2)
+        return gv''')
+    with pytest.raises(TVMSError, match=r"R.nn.conv2d: data of 4 channels and a kernel of shape \(4, 4, 3, 3\)"
+                                        r".* do not make 2 groups"):
+        run_relax(mod, "main", np.ones((1, 4, 6, 6), "float32"), np.ones((4, 4, 3, 3), "float32"))
+    out = run_relax(mod, "main", np.ones((1, 4, 6, 6), "float32"), np.ones((4, 2, 3, 3), "float32"))
+    np.testing.assert_array_equal(out, np.full((1, 4, 4, 4), 18, "float32"))

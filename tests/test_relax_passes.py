@@ -281,3 +281,68 @@ def test_bind_params_binds_symbolic_sizes() -> None:
     weights = [rng.standard_normal(s).astype("float32") for s in [(256, 784), (10, 256), (10,)]]
     want = run_relax(mod, "forward", params["x"], weights[0], params["fc1_bias"], *weights[1:])
     np.testing.assert_allclose(run_relax(after, "forward", *weights), want, rtol=1e-5)
+
+
+ON_VDEVICE = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice({"keys": ["cpu"], "kind": "llvm", "tag": ""}, 0, "global")]})
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32", vdevice="llvm:0")) -> R.Tensor((4,), dtype="float32", vdevice="llvm:0"):
+        with R.dataflow():
+            y: R.Tensor((4,), dtype="float32", vdevice="llvm:0") = R.add(x, x)
+            R.output(y)
+        return y'''
+
+
+@pytest.mark.parametrize("passes", [["LegalizeOps"], ["LegalizeOps", "AnnotateTIROpPattern", "FuseOps"],
+                                    ["ToNonDataflow"], ["DeadCodeElimination"]])
+def test_passes_keep_the_modules_vdevices(passes):
+    """A pass that rebuilds the module keeps its I.module_global_infos: LegalizeOps and FuseOps
+    had dropped them, and the result printed vdevice="llvm:-1:global", which does not parse."""
+    mod = from_source(ON_VDEVICE)
+    out = mod
+    for name in passes:
+        out = get_pass(name)(out)
+    assert out.global_infos == mod.global_infos
+    text = out.script()
+    assert 'vdevice="llvm:0:global"' in text and "llvm:-1" not in text
+    assert structural_equal(from_source(text), out)
+    x = np.arange(4, dtype="float32")
+    np.testing.assert_array_equal(run_relax(out, "main", x), x + x)
+
+
+def test_a_recursive_local_function_stays_a_var_of_its_dataflow_block():
+    """ConvertToDataflow (then CanonicalizeBindings) on a function defining a local function that
+    calls itself: the function's variable is used inside its own body, where no dataflow
+    variable is visible, so it stays a Var and is listed in R.output (TVM 0.27 writes
+    ``R.output(loop, gv)``); it had become a DataflowVar and the text did not parse."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+        @R.function
+        def loop(i: R.Tensor((), dtype="int32"), s: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+            cond: R.Tensor((), dtype="bool") = R.less(i, R.const(3, "int32"))
+            if cond:
+                n: R.Tensor((), dtype="int32") = R.add(i, R.const(1, "int32"))
+                t: R.Tensor((2,), dtype="float32") = R.add(s, x)
+                r: R.Tensor((2,), dtype="float32") = loop(n, t)
+            else:
+                r: R.Tensor((2,), dtype="float32") = s
+            return r
+
+        gv: R.Tensor((2,), dtype="float32") = loop(R.const(0, "int32"), x)
+        return gv''')
+    out = relax.transform.ConvertToDataflow()(mod)
+    text = out.script()
+    assert "R.output(loop, gv)" in text
+    assert structural_equal(from_source(text), out)
+    x = np.array([1.0, 2.0], dtype="float32")
+    np.testing.assert_array_equal(run_relax(out, "main", x), 4 * x)
+    assert structural_equal(relax.transform.CanonicalizeBindings()(out), out)

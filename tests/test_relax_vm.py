@@ -399,3 +399,73 @@ class Module:
     with pytest.raises(TVMSError, match=r"a tensor of shape \(10000000, 10000000\) and dtype float32 would take "
                                         r"400000000000000 bytes, more than this machine's memory"):
         vm["main"](np.ones(1, "float32"), (10**7,))
+
+
+def test_a_size_computed_with_if_then_else() -> None:
+    """The size TVM gives R.strided_slice's result when the end is symbolic holds a
+    T.if_then_else: the VM computes it (it had refused the size expression)."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(A: R.Tensor(("extent",), dtype="float32")) -> R.Tensor(("T.min(T.max(T.if_then_else(extent < 1, extent * 2 - 1, extent - 1), 0), extent)",), dtype="float32"):
+        extent = T.int64()
+        output: R.Tensor((T.min(T.max(T.if_then_else(extent < 1, extent * 2 - 1, extent - 1), 0), extent),), dtype="float32") = R.strided_slice(A, (0,), (0,), (extent - 1,), assume_inbound=False)
+        return output''')
+    for mode in ("compiled", "bytecode"):
+        vm = relax.VirtualMachine(tvm.compile(mod, target="llvm", exec_mode=mode), tvm.cpu())
+        for n in (5, 1):
+            a = np.arange(n, dtype="float32")
+            np.testing.assert_array_equal(vm["main"](a).numpy(), a[:n - 1])
+            np.testing.assert_array_equal(run_relax(mod, "main", a), a[:n - 1])
+
+
+def test_tir_var_upper_bound_must_map_names_to_integers() -> None:
+    """``"tir_var_upper_bound": {"n": [4]}`` (a list, where TVM takes an integer) is a clear error
+    of the compiler (a TypeError had escaped it); ``{"n": 4}`` compiles and runs."""
+    text = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, "n"), dtype="float32")) -> R.Tensor((2, "n"), dtype="float32"):
+        R.func_attr({"tir_var_upper_bound": {"n": [4]}})
+        y: R.Tensor((2, "n"), dtype="float32") = R.add(x, x)
+        return y'''
+    with pytest.raises(TVMSError, match=r"main: tir_var_upper_bound of 'n' must be an integer, got \(4,\)"):
+        tvm.compile(from_source(text), target="llvm")
+    vm = relax.VirtualMachine(tvm.compile(from_source(text.replace("[4]", "4")), target="llvm"), tvm.cpu())
+    x = np.ones((2, 3), "float32")
+    np.testing.assert_array_equal(vm["main"](x).numpy(), x + x)
+
+
+def test_call_tir_dyn_of_a_packed_function_by_name() -> None:
+    """R.vm.call_tir_dyn(R.str("f"), (x, out, R.shape([m, n]))) calls the packed function f with
+    the tensors and the sizes (an AttributeError had escaped the VM compiler)."""
+    seen = []
+
+    @tvm.register_func("test_vm.double_into", override=True)
+    def double_into(x, out, m, n) -> None:
+        seen.append((m, n))
+        np.multiply(np.from_dlpack(x), 2, out=np.from_dlpack(out))
+
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(x: R.Tensor(("m", "n"), dtype="float32")) -> R.Tensor(("m", "n"), dtype="float32"):
+        m = T.int64()
+        n = T.int64()
+        out: R.Tensor((m, n), dtype="float32") = R.builtin.alloc_tensor(R.shape([m, n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        R.vm.call_tir_dyn(R.str("test_vm.double_into"), (x, out, R.shape([m, n])))
+        return out''')
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_array_equal(vm["main"](x).numpy(), 2 * x)
+    assert seen == [(2, 3)]

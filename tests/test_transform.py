@@ -325,3 +325,24 @@ def test_load_passes_reports_a_broken_file(tmp_path):
         tvm.transform.load_passes(str(path))
     with pytest.raises(tvm.TVMSError, match="no such file"):
         tvm.transform.load_passes(str(tmp_path / "missing.py"))
+
+
+def test_verify_each_keeps_the_constants_a_pass_makes():
+    """FoldConstant turns a computation into a constant: the check prints it with its value
+    (show_meta), so the module reads back the same; it had printed the constant as omitted
+    metadata and reported a pass that did nothing wrong."""
+    folded = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main() -> R.Tensor((2, 3), dtype="int32"):
+        with R.dataflow():
+            a: R.Tensor((2, 3), dtype="int32") = R.ones(R.shape([2, 3]), dtype="int32")
+            b: R.Tensor((2, 3), dtype="int32") = R.add(a, a)
+            R.output(b)
+        return b''')
+    with tvm.transform.PassContext(instruments=[tvm.instrument.VerifyEachInstrument()]):
+        out = tvm.transform.Sequential([relax.transform.LegalizeOps(), relax.transform.FoldConstant()])(folded)
+    assert "metadata" in out.script()

@@ -97,6 +97,8 @@ class BlockInfo:
         return tuple(it for it in self.iters if it.kind == "R")
 
     def write(self) -> BufferRegion:
+        if not self.block.writes:  # (T.assume's blocks write nothing: a rule that needs an output declines)
+            raise ScheduleError(f"block {self.block.name_hint!r} writes no buffer")
         return self.block.writes[0]
 
     def is_output(self, sch: Schedule) -> bool:
@@ -185,8 +187,8 @@ def inline_cheap_blocks(sch: Schedule) -> list[BlockInfo]:
         changed = False
         infos = describe_blocks(sch)
         for info in infos:
-            if not info.is_injective() or info.is_output(sch):
-                continue
+            if not info.block.writes or not info.is_injective() or info.is_output(sch):
+                continue  # (a block that writes nothing, T.assume's, has nothing to inline)
             buffer = info.write().buffer
             consumers = [c for c in infos if c is not info and any(r.buffer is buffer for r in c.block.reads)]
             if not consumers or not inlining_is_free(info, consumers):

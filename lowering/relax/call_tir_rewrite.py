@@ -30,6 +30,10 @@ _DPS_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_tir_inplace")
 
 
 class _Rewriter(PyExprMutator):
+    def __init__(self, mod: IRModule):
+        super().__init__(mod)
+        self.vdevices = tuple(mod.global_infos.get("vdevice", ()))  # (where an output's index points)
+
     def visit_call_(self, call: rx.Call) -> Node:
         call = super().visit_call_(call)
         if not (isinstance(call.op, Op) and call.op.name in _DPS_OPS):
@@ -44,19 +48,38 @@ class _Rewriter(PyExprMutator):
         extra = tuple(call.args[2].values) if len(call.args) > 2 else ()
         if extra:
             raise TVMSError("CallTIRRewrite: R.call_tir with tir_vars is not supported yet")
-        # the callee writes into the allocations and returns nothing
-        self.builder_.emit(rx.Call(call.args[0], tuple(inputs) + tuple(written),
-                                   struct_info=TupleStructInfo(())), "_")
+        # the callee writes into the allocations and returns nothing; a packed function is called
+        # through R.call_packed (the form the text can say, as TVM prints its call of one)
+        callee, operands = call.args[0], tuple(inputs) + tuple(written)
+        if isinstance(callee, rx.ExternFunc):
+            self.builder_.emit(make_call("call_packed", (callee, *operands), {}, ()), "_")
+        elif isinstance(callee, rx.Var):  # (a function value: its call's struct info is inferred, as parsed)
+            self.builder_.emit(rx.Call(callee, operands), "_")
+        else:
+            self.builder_.emit(rx.Call(callee, operands, struct_info=TupleStructInfo(())), "_")
         index = [0]
         return _rebuild(out_sinfo, outs, index)
 
     def allocate(self, sinfo: TensorStructInfo) -> rx.Var:
         if not isinstance(sinfo.shape, rx.ShapeExpr) or sinfo.dtype.is_void:
             raise TVMSError("CallTIRRewrite: outputs need a known shape and dtype")
-        device = rx.PrimValue(IntImm(DataType("int64"), 0))
-        args = [sinfo.shape, rx.DataTypeImm(sinfo.dtype), device, rx.StringImm("global")]
+        index, scope = _device_of(self.vdevices, sinfo.vdevice)
+        device = rx.PrimValue(IntImm(DataType("int64"), index))
+        args = [sinfo.shape, rx.DataTypeImm(sinfo.dtype), device, rx.StringImm(scope)]
         alloc = make_call("builtin.alloc_tensor", args, {}, (sinfo,))
         return self.builder_.emit(alloc, "alloc")
+
+
+def _device_of(vdevices: tuple, vdevice: Any) -> tuple[int, str]:
+    """The device index (the position in the module's vdevice list) and the storage scope of an
+    output on ``vdevice``; one without goes to the first vdevice of global scope, as TVM's pass."""
+    if vdevice is not None:
+        for k, v in enumerate(vdevices):
+            if v is vdevice:
+                return k, vdevice.memory_scope
+        raise TVMSError(f"CallTIRRewrite: an output is on a vdevice that is not in the module's "
+                        f"I.module_global_infos ({vdevice.kind}, scope {vdevice.memory_scope!r})")
+    return next((k for k, v in enumerate(vdevices) if v.memory_scope == "global"), 0), "global"
 
 
 def flat_tensors(sinfos: Any) -> list:

@@ -132,6 +132,7 @@ class _FusedPrimFunc:
         # the renewed callees, kept alive while their ids key buffer_subst and size_subst: a
         # parameter its body never reads would otherwise be freed and its id given to a new node
         self.inlined: list = []
+        self.inplace: list = []  # per output: the parameter (index) it is written into, or None
         self.func = func
 
     def build(self) -> PrimFunc:
@@ -144,6 +145,10 @@ class _FusedPrimFunc:
             self.buffers_of[id(b.var)] = self.visit(b.value)
         outputs = self.visit(func.body.body)
         param_buffers = {id(b) for b in self.buffer_map.values()}
+        # (an output that is a parameter's buffer, written in place, is no output parameter: the
+        # fused call becomes R.call_tir_inplace naming that parameter, as in TVM)
+        param_of = {id(b): k for k, p in enumerate(func.params) for b in self.buffers_of.get(id(p), [])}
+        self.inplace = [param_of.get(id(b)) for b in outputs]
         out_ids = set()
         for i, buf in enumerate(b for b in outputs if id(b) not in param_buffers):
             p = TirVar(f"p_output{i}", handle)
@@ -194,10 +199,12 @@ class _FusedPrimFunc:
             fields = e.tuple_value.struct_info.fields
             start = sum(_tensor_count(f) for f in fields[:e.index])
             return whole[start:start + _tensor_count(fields[e.index])]
-        if isinstance(e, rx.Call) and isinstance(e.op, Op) and e.op.name == "relax.call_tir":
+        if isinstance(e, rx.Call) and isinstance(e.op, Op) and e.op.name in ("relax.call_tir",
+                                                                             "relax.call_tir_inplace"):
             return self.inline_call(e)
-        raise TVMSError(f"FuseTIR: only R.call_tir is supported in primitive functions, got "
-                        f"{type(e).__name__}")
+        what = e.op.name if isinstance(e, rx.Call) and isinstance(e.op, Op) else type(e).__name__
+        raise TVMSError(f"FuseTIR: only R.call_tir and R.call_tir_inplace are supported in primitive "
+                        f"functions, got {what}")
 
     def inline_call(self, call: rx.Call) -> list:
         callee = self.mod[call.args[0]]
@@ -213,13 +220,16 @@ class _FusedPrimFunc:
         self.bodies.append(root.body)
         params = [callee.buffer_map.get(p, p) for p in callee.params]
         index = 0
+        arguments = []  # the fused buffers of each argument
         for a in call.args[1].fields:  # inputs: the callee's buffers stand for the arguments'
             scalar = self.scalar_value(a)
             if scalar is not None:  # a size argument (``n``) of a scalar parameter
                 self.match_scalar(params[index], scalar)
+                arguments.append([])
                 index += 1
                 continue
-            for target in self.visit(a):
+            arguments.append(self.visit(a))
+            for target in arguments[-1]:
                 inner = params[index]
                 if not isinstance(inner, Buffer):
                     raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} takes a scalar where "
@@ -228,8 +238,13 @@ class _FusedPrimFunc:
                 self.buffer_subst[id(inner)] = target
                 index += 1
         out_sinfos = _flat_tensors(call.sinfo_args)
+        # R.call_tir_inplace: an output with an index is the argument there, written in place
+        inplace = call.attrs["inplace_indices"] if call.op.name == "relax.call_tir_inplace" else ()
         outputs = []
-        for sinfo in out_sinfos:
+        for k, sinfo in enumerate(out_sinfos):
+            if k < len(inplace) and int(inplace[k]) != -1:
+                outputs.append(self.written_in_place(arguments[int(inplace[k])], call))
+                continue
             inner = params[index]
             index += 1
             buf = decl_buffer(sinfo.dims, inner.dtype, self.intermediate_name(inner.name),
@@ -243,6 +258,14 @@ class _FusedPrimFunc:
             self.match_scalar(params[index], size)
             index += 1
         return outputs
+
+    def written_in_place(self, argument: list, call: rx.Call) -> Buffer:
+        """The buffer an in-place output is: its argument's (a parameter's makes the fused call
+        an in-place one, see ``build``)."""
+        if len(argument) != 1:
+            raise TVMSError(f"FuseTIR: {call.args[0].name_hint!r} writes in place an argument that is "
+                            f"not one tensor")
+        return argument[0]
 
     def scalar_value(self, e: Any) -> Any:
         """The PrimExpr that ``e`` passes to a scalar parameter, or None for a tensor."""
@@ -284,7 +307,7 @@ class _CallRewriter(PyExprMutator):
 
     def __init__(self, mod: IRModule, replaced: dict):
         super().__init__(mod)
-        self.replaced = replaced  # name -> GlobalVar of the PrimFunc
+        self.replaced = replaced  # name -> (GlobalVar of the PrimFunc, the parameter each output is or None)
 
     def visit_call_(self, call: rx.Call) -> Node:
         call = super().visit_call_(call)
@@ -294,19 +317,25 @@ class _CallRewriter(PyExprMutator):
         # tensors as they are, each size of a shape and each scalar as a PrimValue, in the order
         # of the parameters (TVM 0.27's form: ``R.call_tir(cls.f, (x, n), ...)``)
         args: list = []
+        at: list = []  # where each argument of the fused function's call is in ``args``
         for a in call.args:
+            at.append(len(args))
             sinfo = a.struct_info
             if isinstance(sinfo, ShapeStructInfo):
                 args.extend(rx.PrimValue(v) for v in sinfo.values)
             elif isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
-                args.append(a if isinstance(a, rx.PrimValue) else rx.PrimValue(sinfo.value))
+                # (a scalar variable is passed as it is, as TVM passes it)
+                args.append(a if isinstance(a, (rx.PrimValue, rx.Var)) else rx.PrimValue(sinfo.value))
             elif isinstance(sinfo, TupleStructInfo):
                 raise TVMSError("FuseTIR: tuple arguments of fused functions are not supported")
             else:
                 args.append(a)
         outs = tuple(_flat_tensors(call.struct_info))
-        return make_call("call_tir", [self.replaced[call.op.name_hint], rx.Tuple(tuple(args))],
-                         {}, outs)
+        prim, inplace = self.replaced[call.op.name_hint]
+        if any(k is not None for k in inplace):
+            indices = tuple(-1 if k is None else at[k] for k in inplace)
+            return make_call("call_tir_inplace", [prim, rx.Tuple(tuple(args))], {"inplace_indices": indices}, outs)
+        return make_call("call_tir", [prim, rx.Tuple(tuple(args))], {}, outs)
 
 
 def fuse_tir(mod: IRModule) -> IRModule:
@@ -317,12 +346,13 @@ def fuse_tir(mod: IRModule) -> IRModule:
     replaced: dict = {}
     fused: list = []
     for gv, f in primitive:
-        fused.append((gv, _FusedPrimFunc(mod, f).build()))
-    for gv, prim in fused:
+        builder = _FusedPrimFunc(mod, f)
+        fused.append((gv, builder.build(), builder.inplace))
+    for gv, prim, inplace in fused:
         del mod[gv]
         new_gv = GlobalVar(gv.name_hint)
         mod[new_gv] = prim
-        replaced[gv.name_hint] = new_gv
+        replaced[gv.name_hint] = (new_gv, inplace)
     rewriter = _CallRewriter(mod, replaced)
     for gv, f in mod.functions_items():
         if isinstance(f, rx.Function):

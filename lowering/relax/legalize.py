@@ -24,7 +24,7 @@ from ...ir.visitor import Mutator, collect
 from ...ir.module import IRModule
 from ...ir.node import FrozenDict
 from ...ir.relax_op import make_call
-from ...ir.struct_info import ObjectStructInfo, TensorStructInfo
+from ...ir.struct_info import ObjectStructInfo, PrimStructInfo, TensorStructInfo
 from .. import te
 from ..pass_registry import register_pass
 from ..transform import module_pass
@@ -79,6 +79,13 @@ def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
             if all(a.value is not p for p in params):  # (a size given twice is one parameter, as in TVM)
                 params.append(a.value)
                 rx_args.append(a)
+        elif isinstance(a, rx.Var) and isinstance(a.struct_info, PrimStructInfo) and not a.struct_info.dtype.is_void:
+            # a scalar variable (``y: R.Prim("float32")``) is a scalar parameter named after it,
+            # passed by the call as it is (as TVM's call_te passes it)
+            scalar = Var(a.name, a.struct_info.dtype)
+            te_args.append(scalar)
+            params.append(scalar)
+            rx_args.append(a)
         elif isinstance(a, rx.RelaxExpr):
             sinfo = _tensor_sinfo(a)
             if sinfo is None:
@@ -101,6 +108,10 @@ def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:
     for a in args:
         if isinstance(a, Var) and all(a is not v for v in sizes + scalars):
             scalars.append(a)
+    # a symbolic size the computation reads but no shape holds (R.strided_slice's begin ``index``)
+    # is a scalar parameter too, as TVM's call_te finds it among the unbound variables
+    known = {id(v) for v in sizes + scalars} | set(_size_vars(inputs + outs)) | {id(p) for p in params}
+    scalars += [v for v in _body_vars(outs) if id(v) not in known]
     sizes += scalars
     func = _Int64Indices().visit(te.create_prim_func(params + sizes + outs, index_dtype_override="int64"))
     scalars += [p for p in params if isinstance(p, Var)]
@@ -137,6 +148,30 @@ def _size_vars(tensors: list) -> dict:
             for v in collect(d, Var):
                 used.setdefault(id(v), v)
     return used
+
+
+def _body_vars(outs: list) -> list:
+    """The variables the computations of ``outs`` (and of the tensors they read) use other than
+    their own axes, in order of first use."""
+    found: dict = {}
+    seen: set = set()
+    stack = list(reversed(outs))
+    while stack:
+        t = stack.pop()
+        op = t.op
+        if not isinstance(op, te.ComputeOp) or id(op) in seen:
+            continue
+        seen.add(id(op))
+        axes = {id(iv.var) for iv in (*op.axis, *op.reduce_axis)}
+        body = op.body
+        exprs = (body.source,) if isinstance(body, te.Reduce) else \
+            (*body.sources, *body.identity) if isinstance(body, te.MultiReduce) else (body,)
+        for e in exprs:
+            for v in collect(e, Var):
+                if id(v) not in axes and not v.dtype.is_handle:  # (a buffer's data is its tensor's)
+                    found.setdefault(id(v), v)
+        stack.extend(reversed(op.inputs))
+    return list(found.values())
 
 
 def _unbound_sizes(tensors: list) -> list:

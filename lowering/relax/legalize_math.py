@@ -69,20 +69,24 @@ def _isfinite(v: PrimExpr) -> PrimExpr:
     return And(Or(NE(_intrin("fabs", v), FloatImm(v.dtype, math.inf)), _isnan(v)), Not(_isnan(v)))
 
 
-def _trunc(v: PrimExpr) -> PrimExpr:
-    return _intrin("trunc", v) if v.dtype.is_float else v
+def _rounding(intrinsic: str) -> Callable[[PrimExpr], PrimExpr]:
+    """floor, ceil, round (nearbyint), trunc: an integer or a bool is its own value (as TVM's
+    constructors of these intrinsics give it back)."""
+    return lambda v: _intrin(intrinsic, v) if v.dtype.is_float else v
 
 
 _UNARY: dict[str, Callable[[PrimExpr], PrimExpr]] = {
     "abs": _abs,
-    "trunc": _trunc,
+    "trunc": _rounding("trunc"),
+    "floor": _rounding("floor"),
+    "ceil": _rounding("ceil"),
+    "round": _rounding("nearbyint"),
     "isnan": _isnan,
     "isinf": _isinf,
     "isfinite": _isfinite,
     "negative": lambda v: -v,
-    "round": lambda v: _intrin("nearbyint", v),
     **{name: (lambda n: lambda v: _intrin(n, v))(name)
-       for name in ("ceil", "cos", "exp", "floor", "log", "rsqrt", "sigmoid", "sin", "sqrt", "tanh", "acos", "acosh",
+       for name in ("cos", "exp", "log", "rsqrt", "sigmoid", "sin", "sqrt", "tanh", "acos", "acosh",
                     "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan")},
 }
 

@@ -105,6 +105,14 @@ def _vars_outside(root: Node, skip: Node) -> set:
     return found
 
 
+def _vars_needed_outside(root: Node, block: rx.DataflowBlock) -> set:
+    """The variables of ``block`` that cannot be dataflow variables: those used under ``root``
+    outside the block, and those a function defined in the block uses (a function body sees no
+    dataflow variable: a local function that recurses stays a Var, as in TVM)."""
+    inner = [n for b in block.bindings for n in walk(b.value) if isinstance(n, rx.Function)]
+    return _vars_outside(root, block).union(*(_vars_outside(f.body, None) for f in inner))
+
+
 def _relax_funcs(mod: IRModule) -> list:
     return [(gv, f) for gv, f in mod.functions_items() if isinstance(f, rx.Function)]
 
@@ -118,7 +126,7 @@ def tvm_print_order(mod: IRModule) -> IRModule:
     TVM's printing order.)"""
     from ...ir.print_order import tvm_function_order
 
-    out = IRModule(attrs=mod.attrs, span=mod.span, source_dialect=mod.source_dialect)
+    out = mod.empty_copy()
     for gv, func in tvm_function_order(mod.functions_items()):
         out[gv] = func
     return out
@@ -176,7 +184,7 @@ def canonicalize_bindings(func: rx.Function) -> rx.Function:
                 continue
             for blk in n.blocks:
                 defined_here = {b.var for b in blk.bindings}
-                outside = _vars_outside(func, blk) if isinstance(blk, rx.DataflowBlock) else None
+                outside = _vars_needed_outside(func, blk) if isinstance(blk, rx.DataflowBlock) else None
                 for b in blk.bindings:
                     value = b.value
                     if isinstance(b, rx.MatchCast):
@@ -414,7 +422,7 @@ def convert_to_dataflow(func: rx.Function, min_size: int, mod: IRModule | None =
         for blk in new.blocks:
             if not isinstance(blk, rx.DataflowBlock):
                 continue
-            outside = _vars_outside(new, blk)
+            outside = _vars_needed_outside(new, blk)
             for bd in blk.bindings:
                 v = bd.var
                 if not isinstance(v, rx.DataflowVar) and v not in outside:

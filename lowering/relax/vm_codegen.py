@@ -155,9 +155,17 @@ class _FunctionCompiler:
     def upper_bounds(self) -> tuple:
         """``(slot, bound)`` of the size variables the ``tir_var_upper_bound`` attribute bounds."""
         bounds = self.func.attrs.get("tir_var_upper_bound") or {}
+        if not hasattr(bounds, "items"):
+            raise TVMSError(f"{self.name}: tir_var_upper_bound maps size names to integers, got {bounds!r}")
         slots = {v.name: k for v, k in self.slots.items()}
-        return tuple(sorted((slots[name], int(getattr(b, "value", b))) for name, b in bounds.items()
-                            if name in slots))
+        out = []
+        for name, b in bounds.items():
+            value = getattr(b, "value", b)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TVMSError(f"{self.name}: tir_var_upper_bound of {name!r} must be an integer, got {b!r}")
+            if name in slots:
+                out.append((slots[name], value))
+        return tuple(sorted(out))
 
     def tensor_type(self, sinfo: Any) -> tuple:
         """A parameter as ``VMFunction.signature`` records it: (annotation, dtype, dims)."""
@@ -225,6 +233,9 @@ class _FunctionCompiler:
         if isinstance(e, tir.Select):
             return ("select", self.size_expr(e.condition), self.size_expr(e.true_value),
                     self.size_expr(e.false_value))
+        if isinstance(e, tir.Call) and getattr(e.op, "name", None) == "tir.if_then_else" and len(e.args) == 3:
+            # (a size of R.strided_slice's: both branches are sizes, computing either is safe)
+            return ("select", *(self.size_expr(a) for a in e.args))
         if isinstance(e, tir.Cast):
             return ("cast", str(e.dtype), self.size_expr(e.value))
         raise TVMSError(f"the VM compiler cannot compute the size expression {e} ({type(e).__name__})")
@@ -529,7 +540,14 @@ class _FunctionCompiler:
         if not isinstance(sizes, rx.ShapeExpr):
             raise TVMSError(f"{self.name}: R.vm.call_tir_dyn takes its sizes as an R.shape([...]) last")
         args = [self.expr(t) for t in tensors] + [self.size(v) for v in sizes.values]
-        self.code.append(Call(None, "kernel", e.args[0].name_hint, tuple(args)))
+        callee = e.args[0]
+        if isinstance(callee, (rx.StringImm, rx.ExternFunc)):  # (a packed function, by name)
+            self.code.append(Call(None, "packed", _packed_name(callee, "R.vm.call_tir_dyn"), tuple(args)))
+        elif self.cg.is_prim_func(callee):
+            self.code.append(Call(None, "kernel", callee.name_hint, tuple(args)))
+        else:
+            raise TVMSError(f"{self.name}: R.vm.call_tir_dyn calls a PrimFunc of the module or a packed "
+                            f"function by name, not {callee!r}")
         return self.builtin("vm.builtin.make_tuple", [], dst)
 
     def make_closure(self, e: rx.Call, dst: int | None) -> Reg:

@@ -181,7 +181,7 @@ class _Splitter(Mutator):
 
 def split_host_device(mod: IRModule) -> IRModule:
     """``mod`` with every device region of its host-and-device functions cut out into a kernel."""
-    result = IRModule(attrs=dict(mod.attrs), source_dialect=mod.source_dialect)
+    result = mod.empty_copy()
     taken = set(mod)
     for gv, func in mod.functions_items():
         target = func.attrs.get("target") if isinstance(func, PrimFunc) else None
