@@ -133,13 +133,17 @@ class DataType:
         return (0.0 if self.element_of.name == "float8_e8m0fnu" else -top), top
 
 
-def float_literal_refusal(dtype: "DataType", value: float) -> "str | None":
+def float_literal_refusal(dtype: "DataType", value: "int | float") -> "str | None":
     """Why ``value`` cannot be written as a literal of the float type ``dtype`` (its range as TVM
     0.27 bounds it: ``DataType.literal_range``), or None."""
+    try:
+        number = float(value)
+    except OverflowError:  # (an integer beyond every float)
+        return f"{value} is out of the range of {dtype}"
     bounds = dtype.literal_range()
-    if bounds is None or not math.isfinite(value) or bounds[0] <= value <= bounds[1]:
+    if bounds is None or not math.isfinite(number) or bounds[0] <= number <= bounds[1]:
         return None
-    return f"{value!r} is out of the range of {dtype} literals ({bounds[0]!r} to {bounds[1]!r})"
+    return f"{number!r} is out of the range of {dtype} literals ({bounds[0]!r} to {bounds[1]!r})"
 
 
 # (TVM 0.27's support/limits.h and FloatImm's checks, under float32's largest value)

@@ -490,7 +490,7 @@ def _typed_numbers(value: Any, declared: Any, refuse: Any) -> Any:
         return value
     dtype = declared.dtype
     if dtype.is_float:
-        refusal = float_literal_refusal(dtype, float(value))
+        refusal = float_literal_refusal(dtype, value)
         if refusal and refuse is None:
             return value
         if refusal:

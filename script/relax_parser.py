@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir import arith, relax as rx
 from ..ir import relax_op
-from ..ir.dtype import DataType, is_dtype_name
+from ..ir.dtype import DataType, int64, is_dtype_name
 from ..ir.errors import ScriptError, Source, TVMSError
 from ..ir.expr import IntImm, PrimExpr, Var as TirVar, const
 from ..ir.module import GlobalVar, MetadataRef
@@ -306,6 +306,8 @@ class RelaxBuilder(ScopedEvaluator):
         return self.to_relax(value, syn)
 
     def prim_value(self, value: bool | int | float | PrimExpr, syn: Any) -> rx.PrimValue:
+        if type(value) is int and not int64.holds_int(value):  # (as TVM refuses it)
+            raise self.error(syn, f"{value} is out of the range of int64")
         expr = _scalar(value)
         return rx.PrimValue(expr, PrimStructInfo(expr.dtype, expr), span=self.span(syn))
 

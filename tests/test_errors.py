@@ -893,3 +893,18 @@ def test_a_cuda_intrinsic_with_wrong_arguments(call: str, col: int, message: str
     (and its reductions by name, their arguments)."""
     src = f'@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n    for i in range(4):\n        {call}\n'
     assert_error(src, 4, col + 4, re.escape(message))
+
+
+@pytest.mark.parametrize("text, col", [
+    ('@R.function\ndef main():\n    x: R.Prim("float32") = {big}\n    return x\n', 28),
+    ('@R.function\ndef main() -> R.Prim("float32"):\n    return {big}\n', 12),
+    ('@R.function\ndef main():\n    return 99999999999999999999\n', 12),
+    ('@T.prim_func\ndef f(A: T.Buffer((1,), "float32")):\n    A[0] = {big}\n', 12),
+    ('@T.prim_func\ndef f(A: T.Buffer((1,), "float32")):\n    A[0] = T.float32({big})\n', 12),
+])
+def test_an_integer_beyond_every_float_or_int64_is_refused_where_it_stands(text: str, col: int) -> None:
+    """TVM 0.27 refuses them ("Literal value ... exceeds range of int64"); tvms had raised
+    Python's OverflowError ("int too large to convert to float") or kept a Relax value
+    beyond int64."""
+    err = parse_error(text.replace("{big}", "9" * 330))
+    assert str(err).startswith(f"bad.tvms:3:{col}: error: 9999") and "is out of the range of" in str(err)

@@ -503,7 +503,7 @@ class ExprEvaluator:
         value = args[0]
         if isinstance(value, bool) or isinstance(value, (int, float)):
             if dtype.is_float:
-                refusal = float_literal_refusal(dtype, float(value))
+                refusal = float_literal_refusal(dtype, value)
                 if refusal:
                     raise self.error(syn, refusal)
                 return FloatImm(dtype, float(value))

@@ -127,7 +127,7 @@ class StatementParsing:
         if isinstance(value, BufferSlice):
             value = self.slice_load(value, value_syn)
         if isinstance(value, (int, float, bool)):
-            refusal = dest.dtype.is_float and float_literal_refusal(dest.dtype, float(value))
+            refusal = dest.dtype.is_float and float_literal_refusal(dest.dtype, value)
             if refusal:
                 raise self.error(value_syn, refusal)
             value = arith.to_expr(value, dest)
