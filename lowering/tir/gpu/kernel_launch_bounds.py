@@ -2,6 +2,9 @@
 92})`` and the like), taken out into the kernel's function attributes when SplitHostDevice cuts it
 out, as TVM 0.27 does; the CUDA code generator writes them on the kernel's declaration
 (``__launch_bounds__(threads, min_blocks[, max_blocks_per_cluster])`` or ``__maxnreg__(n)``).
+The body's attributes keep their spelling; the kernel's are keyed as the IR keys every function
+attribute (``canonical_attr_key``: ``tir.max_registers``), so printed text of either dialect reads
+back to them.
 
 The three keys (TVM's names):
 
@@ -19,6 +22,7 @@ from ....ir.errors import TVMSError
 from ....ir.expr import IntImm
 from ....ir.stmt import AttrStmt, Stmt
 from ....ir.visitor import Mutator
+from ....script.dialect import canonical_attr_key
 
 MIN_BLOCKS_PER_SM = "tirx.launch_bounds_min_blocks_per_sm"
 MAX_BLOCKS_PER_CLUSTER = "tirx.launch_bounds_max_blocks_per_cluster"
@@ -57,13 +61,21 @@ def take_launch_bounds(body: Stmt, kernel: str) -> tuple[Stmt, dict[str, int]]:
     if MAX_REGISTERS in found and len(found) > 1:
         raise TVMSError(f"kernel {kernel}: {MAX_REGISTERS} cannot be combined with launch bounds "
                         f"({', '.join(k for k in found if k != MAX_REGISTERS)}), as CUDA's __maxnreg__ cannot")
-    return body, found
+    return body, {canonical_attr_key(key): value for key, value in found.items()}
+
+
+def _bounds_in(attrs) -> dict[str, int]:
+    """The launch bounds among a kernel's function attributes, by their TVM names."""
+    by_canonical_key = {canonical_attr_key(key): key for key in KEYS}
+    return {by_canonical_key[canonical_attr_key(key)]: int(value) for key, value in attrs.items()
+            if canonical_attr_key(key) in by_canonical_key}
 
 
 def launch_bounds_text(threads: int | None, attrs) -> str:
     """The qualifiers of a kernel's declaration: `` __maxnreg__(n)`` when it sets its registers,
     else `` __launch_bounds__(threads[, min_blocks[, max_blocks_per_cluster]])`` when its block
     has a constant number of threads other than 1, else nothing."""
+    attrs = _bounds_in(attrs)
     if MAX_REGISTERS in attrs:
         return f" __maxnreg__({int(attrs[MAX_REGISTERS])})"
     if threads is None or threads == 1:
