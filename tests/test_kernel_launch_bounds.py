@@ -11,6 +11,7 @@ import pytest
 
 import tvms
 from tvms.ir.errors import TVMSError
+from tvms.ir.node import FrozenDict
 from tvms.ir.stmt import AttrStmt
 from tvms.ir.target import Target
 from tvms.ir.visitor import walk
@@ -106,3 +107,21 @@ def test_the_bounds_survive_a_print_and_parse_of_the_lowered_module(attrs: str, 
     reparsed = from_source(lowered.script(dialect=dialect), "lowered.py")
     source = cuda_source([("k_kernel", reparsed["k_kernel"])])
     assert f'extern "C" __global__ void {declared} k_kernel(' in source
+
+
+@pytest.mark.parametrize("bounds, message", [
+    ({"tir.launch_bounds_max_blocks_per_cluster": 4},
+     r"kernel k_kernel: tirx.launch_bounds_max_blocks_per_cluster needs tirx.launch_bounds_min_blocks_per_sm"),
+    ({"tir.max_registers": 64, "tir.launch_bounds_min_blocks_per_sm": 2},
+     r"kernel k_kernel: tirx.max_registers cannot be combined with launch bounds"),
+    ({"tirx.max_registers": 0}, r"kernel k_kernel: tirx.max_registers must be positive, not 0"),
+    ({"tir.launch_bounds_min_blocks_per_sm": True},
+     r"kernel k_kernel: tirx.launch_bounds_min_blocks_per_sm takes an integer constant"),
+])
+def test_the_declaration_refuses_bounds_set_on_the_kernel_that_the_body_could_not_set(bounds, message) -> None:
+    # (a kernel read from text, or given attributes by hand, is checked as SplitHostDevice checks its body)
+    kernel = lower_for_cuda_tirx(from_source(_kernel('"tirx.max_registers": 92')), Target(SM90A))["k_kernel"]
+    unbounded = {key: value for key, value in kernel.attrs.items() if "max_registers" not in key}
+    kernel = kernel.with_changes(attrs=FrozenDict({**unbounded, **bounds}))
+    with pytest.raises(TVMSError, match=message):
+        cuda_source([("k_kernel", kernel)])
