@@ -176,6 +176,26 @@ def f(A: T.Buffer((64,), "int32")):
         assert not a[31:].any()
 
 
+def test_a_comparison_of_wrapping_unsigned_bytes_is_kept_as_written() -> None:
+    """``x + 100 < 50`` in uint8 wraps (True for x >= 156): the tirx simplifier had moved the
+    constant across (``x < -50``), true for every x; TVM 0.27 keeps a uint8 comparison as written."""
+    text = """# from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "uint8"), B: T.Buffer((8,), "int32")):
+    x = A[0]
+    B[2] = T.Select(x + T.uint8(100) < T.uint8(50), 1, 0)
+    if x + T.uint8(100) < T.uint8(50):
+        B[3] = 1
+"""
+    for pipeline in ("s_tir", "tirx"):
+        kernel = tvms.build(from_source(text), target="llvm", pipeline=pipeline)
+        for x in (10, 155, 156, 200):
+            b = np.zeros(8, "int32")
+            kernel(np.array([x, 0, 0, 0], "uint8"), b)
+            assert list(b[2:4]) == [int((x + 100) % 256 < 50)] * 2, (pipeline, x)
+
+
 @pytest.mark.parametrize("module", ["tvms.lowering.tir.tirx_pipeline", "tvms.lowering.tir.gpu.tirx_pipeline",
                                     "tvms.lowering.tir.gpu"])
 def test_each_pipeline_module_imports_first_in_a_fresh_process(module: str) -> None:
