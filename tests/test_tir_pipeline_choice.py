@@ -196,6 +196,23 @@ def f(A: T.Buffer((4,), "uint8"), B: T.Buffer((8,), "int32")):
             assert list(b[2:4]) == [int((x + 100) % 256 < 50)] * 2, (pipeline, x)
 
 
+def test_a_wrapping_unsigned_call_argument_is_kept_as_written() -> None:
+    """``x * 2 // 2`` in uint8 wraps (72 for x = 200): the tirx simplifier had brought the argument
+    of ``T.if_then_else`` to the canonical form, ``x``; TVM 0.27 keeps it as written."""
+    text = """# from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((4,), "uint8"), C: T.Buffer((4,), "uint8"), n: T.int32):
+    x = A[0]
+    C[0] = T.if_then_else(n > 0, (x * T.uint8(2)) // T.uint8(2), T.uint8(0))
+    C[1] = (x * T.uint8(2)) // T.uint8(2)
+"""
+    for pipeline in ("s_tir", "tirx"):
+        c = np.zeros(4, "uint8")
+        tvms.build(from_source(text), target="llvm", pipeline=pipeline)(np.array([200, 0, 0, 0], "uint8"), c, 1)
+        assert list(c[:2]) == [72, 72], pipeline
+
+
 @pytest.mark.parametrize("module", ["tvms.lowering.tir.tirx_pipeline", "tvms.lowering.tir.gpu.tirx_pipeline",
                                     "tvms.lowering.tir.gpu"])
 def test_each_pipeline_module_imports_first_in_a_fresh_process(module: str) -> None:
