@@ -213,6 +213,25 @@ def f(A: T.Buffer((4,), "uint8"), C: T.Buffer((4,), "uint8"), n: T.int32):
         assert list(c[:2]) == [72, 72], pipeline
 
 
+def test_a_cast_of_a_constant_beyond_the_float_literals_stays_a_cast() -> None:
+    """70000 is beyond float16's literals (65504): the tirx simplifier had folded the cast into a
+    float16 constant, which is refused without a position; it stays the C compiler's conversion."""
+    text = """# from tvm.script import tirx as T
+
+@T.prim_func
+def k(A: T.Buffer((4,), "float16")):
+    T.attr({"tirx.device_entry": T.bool(True)})
+    bx = T.cta_id([4])
+    tx = T.thread_id([128])
+    if tx == 0:
+        A[bx] = T.Cast("float16", 70000) + T.Cast("float16", 3)
+"""
+    for pipeline in ("s_tir", "tirx"):
+        source = tvms.build(from_source(text), target=SM90A, pipeline=pipeline).imported_modules[0].get_source()
+        assert "((half)70000)" in source, pipeline
+    assert "((half)70000) + __float2half_rn(0x1.8p+1f" in source  # (one within them still folds)
+
+
 @pytest.mark.parametrize("module", ["tvms.lowering.tir.tirx_pipeline", "tvms.lowering.tir.gpu.tirx_pipeline",
                                     "tvms.lowering.tir.gpu"])
 def test_each_pipeline_module_imports_first_in_a_fresh_process(module: str) -> None:

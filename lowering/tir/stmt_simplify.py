@@ -15,8 +15,8 @@ a uint8 argument wraps, and stays as written), and drops a
 store of a buffer's own element (``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline
 keeps what it printed before. Nearer TVM's ``Simplify`` besides, the tirx pipeline's simplifier
 brings int32/int64 expressions to the canonical form (``(y * 8 + x) // 32`` is ``y // 4`` for x in
-[0, 8)), simplifies an integer ``T.evaluate``, folds a cast of a
-constant, ``x + 0.0`` and ``x * 1.0``, and lets each branch of an ``if`` know its condition
+[0, 8)), simplifies an integer ``T.evaluate``, folds a cast of a constant
+(within the type's literals: ``T.Cast("float16", 70000)`` stays a cast), ``x + 0.0`` and ``x * 1.0``, and lets each branch of an ``if`` know its condition
 (``Analyzer.constraint``: ``tx == 0`` is True under ``if tx == 0``, ``tx // 32`` is 0 under
 ``if tx < 32``).
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ...ir.arith import CANONICAL, Analyzer, index_typed
 from ...ir.arith.bitwise import INTRINSICS, bitwise_binary
+from ...ir.dtype import float_literal_refusal
 from ...ir.expr import (GE, GT, LE, LT, Add, BufferLoad, Call, Cast, CommReducer, FloatImm, IntImm, Mul, Not, PrimExpr,
                         Sub, Var, const, is_const_int, wrap_int)
 from ...ir.function import PrimFunc
@@ -118,8 +119,9 @@ class _StmtSimplifier(LoopRangeMutator):
                 # compiler's conversion, where TVM refuses to fold it)
                 value = e.value.value
                 return IntImm(e.dtype, value) if wrap_int(value, e.dtype) == value else e
-            if e.dtype.element_of.name in ("float16", "float32", "float64"):
-                return FloatImm(e.dtype, float(e.value.value))
+            if e.dtype.element_of.name in ("float16", "float32", "float64") \
+                    and float_literal_refusal(e.dtype, float(e.value.value)) is None:
+                return FloatImm(e.dtype, float(e.value.value))  # (beyond the type's literals: a cast, as convert())
         return e
 
     def visit_Mul(self, e: Mul) -> PrimExpr:
