@@ -15,10 +15,10 @@ a uint8 argument wraps, and stays as written), and drops a
 store of a buffer's own element (``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline
 keeps what it printed before. Nearer TVM's ``Simplify`` besides, the tirx pipeline's simplifier
 brings int32/int64 expressions to the canonical form (``(y * 8 + x) // 32`` is ``y // 4`` for x in
-[0, 8)), simplifies an integer ``T.evaluate``, folds a cast of a constant
-(within the type's literals: ``T.Cast("float16", 70000)`` stays a cast), ``x + 0.0`` and ``x * 1.0``, and lets each branch of an ``if`` know its condition
-(``Analyzer.constraint``: ``tx == 0`` is True under ``if tx == 0``, ``tx // 32`` is 0 under
-``if tx < 32``).
+[0, 8)), simplifies an integer ``T.evaluate``, folds a cast of a constant (within the type's
+literals: ``T.Cast("float16", 70000)`` stays a cast), ``x + 0.0`` and ``x * 1.0``, and lets each
+branch of an ``if`` know its condition (``Analyzer.constraint``: ``tx == 0`` is True under
+``if tx == 0``, ``tx // 32`` is 0 under ``if tx < 32``).
 """
 from __future__ import annotations
 
