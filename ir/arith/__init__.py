@@ -14,13 +14,13 @@ from .analyzer import (AFFINE, CANONICAL, DIMENSION, SCHEDULE, Analyzer, canonic
                        divisible, simplify, simplify_index)
 from .bitwise import INTRINSICS as BITWISE_INTRINSICS, bitwise_binary, bitwise_builder, bitwise_not
 from .iter_map import FusedKey, affine_pieces, is_bijective_affine
-from .operators import (CmpOp, Mod, binary, builds_as_written, cast, fold_identity, logical_not,
-                        match_types, negate, to_expr, truediv)
+from .operators import (CmpOp, Mod, binary, builds_as_written, cast, fold_identity, index_typed,
+                        logical_not, match_types, negate, to_expr, truediv)
 from .split_sum import SplitTerm, Sum, expr_key
 
 __all__ = ["Analyzer", "SCHEDULE", "CANONICAL", "DIMENSION", "AFFINE", "SplitTerm", "Sum", "expr_key",
            "simplify_index", "simplify", "canonical", "canonical_ge_zero", "divisible",
            "FusedKey", "affine_pieces", "is_bijective_affine",
            "BITWISE_INTRINSICS", "bitwise_binary", "bitwise_builder", "bitwise_not",
-           "CmpOp", "Mod", "binary", "builds_as_written", "cast", "fold_identity", "logical_not",
-           "match_types", "negate", "to_expr", "truediv"]
+           "CmpOp", "Mod", "binary", "builds_as_written", "cast", "fold_identity", "index_typed",
+           "logical_not", "match_types", "negate", "to_expr", "truediv"]

@@ -1,9 +1,10 @@
 """Conditions simplified as TVM 0.27's ``Analyzer.simplify`` does (its rewrite simplifier's rules for
 comparisons, ``and``/``or``/``not`` and selections, and its canonical simplifier's ``a < b``).
 
-- A comparison of two integers is decided when the ranges bound their difference (``i < 16`` with
-  ``i`` in [0, 16) is True, ``x < x + 1`` is True) or when the difference is never a multiple of
-  what divides its terms (``x * 4 == 15`` is False);
+- A comparison of two index integers (int32, int64; a narrower or unsigned one wraps, and stays as
+  written) is decided when the ranges bound their difference (``i < 16`` with ``i`` in [0, 16) is
+  True, ``x < x + 1`` is True) or when the difference is never a multiple of what divides its terms
+  (``x * 4 == 15`` is False);
 - otherwise it takes TVM's normal form: ``>``/``>=`` written ``<``/``<=`` with the operands swapped, a
   common factor divided out (``x * 4 < 16`` is ``x < 4``), a quotient by a constant multiplied out
   (``x // 4 < 2`` is ``x < 8``), the constants gathered on one side (``x + 2 == 5`` is ``x == 3``), a
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, Call, FloatImm, FloorDiv, IntImm, Max, Min, Mul,
                     Not, Or, PrimExpr, Select, Sub, const)
-from .operators import _truncdiv as _trunc
+from .operators import _truncdiv as _trunc, index_typed
 from .split_sum import Sum
 
 if TYPE_CHECKING:
@@ -63,14 +64,15 @@ def compare(an: "Analyzer", op: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """``op(a, b)`` (a comparison) of simplified operands, decided or in TVM's normal form."""
     if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
         return _bool(_COMPARE[op](a.value, b.value))
-    decided = decide(an, op, a, b) if _is_index(a) and _is_index(b) else None
+    # (decided and rearranged in index types only: in uint8, ``x + 100 < 50`` wraps and is not ``x < -50``)
+    decided = decide(an, op, a, b) if index_typed(a) and index_typed(b) else None
     if decided is not None:
         return _bool(decided)
     if an.mode == _AFFINE:
         return op(a, b)
     if op in _SWAPPED:  # a > b is b < a
         op, a, b = _SWAPPED[op], b, a
-    if not _is_index(a) or not _is_index(b):
+    if not index_typed(a) or not index_typed(b):
         return op(a, b)
     if op is LT:
         return _less(an, a, b)
@@ -329,10 +331,6 @@ def _same(p: PrimExpr, q: PrimExpr) -> bool:
 
 def _is_if_then_else(e: PrimExpr) -> bool:
     return isinstance(e, Call) and getattr(e.op, "name", None) == "tir.if_then_else"
-
-
-def _is_index(e: PrimExpr) -> bool:
-    return e.dtype.is_integer and not e.dtype.is_bool and e.dtype.lanes == 1
 
 
 def _is_bool(e: PrimExpr) -> bool:

@@ -161,15 +161,16 @@ def _check_operands(cls: type, a: PrimExpr, b: PrimExpr) -> None:
         raise TVMSError("division by zero")
 
 
-def _index_typed(e: PrimExpr) -> bool:
-    """int32 and int64 scalars, the types of shapes and indices, which TVM folds most eagerly."""
+def index_typed(e: PrimExpr) -> bool:
+    """int32 and int64 scalars, the types of shapes and indices, which TVM folds most eagerly (and
+    the only ones its simplifiers rearrange: a narrower or unsigned integer wraps)."""
     return e.dtype.is_int and e.dtype.bits in (32, 64) and e.dtype.lanes == 1
 
 
 def _folds_modulo(cls: type, a: PrimExpr, b: PrimExpr) -> bool:
     """Whether TVM folds a modulo of these operands at all: of index types only (and a floor
     modulo of two unsigned constants); ``T.int8(7) % T.int8(2)`` stays as written."""
-    return _index_typed(a) or (cls is FloorMod and a.dtype.is_uint and isinstance(a, IntImm)
+    return index_typed(a) or (cls is FloorMod and a.dtype.is_uint and isinstance(a, IntImm)
                                and isinstance(b, IntImm))
 
 
@@ -223,7 +224,7 @@ def fold_identity(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
         if _is_value(b, 1) or _is_value(a, 0):
             return a
         return b if _is_value(a, 1) or _is_value(b, 0) else None
-    if cls in (Mod, FloorMod) and not _index_typed(a):
+    if cls in (Mod, FloorMod) and not index_typed(a):
         return None
     if cls in (FloorDiv, Div, FloorMod, Mod) and _is_value(a, 0):
         return a  # 0 divided by anything

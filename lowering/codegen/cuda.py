@@ -298,7 +298,7 @@ class CudaSource(CudaTypes, TensorCoreFragments, PtxTensorCore, PtxDialect, Asyn
             params.append(f"{text} {self.new_id(var)}")
             if isinstance(ann, E.PointerType) and not tensor_map:
                 self.handle_type[var] = ann.element
-        attrs = launch_bounds_text(launch_bounds(func), func.attrs)
+        attrs = launch_bounds_text(launch_bounds(func), func.attrs, name)
         return f'extern "C" __global__ void{attrs} {name}({", ".join(params)})'
 
     def tensor_map_parameter(self, var: E.Var) -> str:

@@ -10,19 +10,21 @@ branch that runs. The value of an integer ``let`` is put in place of its variabl
 loop of one iteration left).
 Other expressions are kept. ``stmt_simplify(func, values=True)`` (the tirx pipeline's, nearer
 TVM's) also simplifies the integer values ``let`` binds and stores (``blockIdx.x`` launched once
-is 0) and the integer arguments of calls (``16 >> 2`` an unrolled loop left is 4), and drops a
+is 0) and the int32/int64 and condition arguments of calls (``16 >> 2`` an unrolled loop left is 4;
+a uint8 argument wraps, and stays as written), and drops a
 store of a buffer's own element (``A[i] = A[i]``), as TVM's simplifier does; the s_tir pipeline
 keeps what it printed before. Nearer TVM's ``Simplify`` besides, the tirx pipeline's simplifier
 brings int32/int64 expressions to the canonical form (``(y * 8 + x) // 32`` is ``y // 4`` for x in
-[0, 8)), simplifies an integer ``T.evaluate``, folds a cast of a
-constant, ``x + 0.0`` and ``x * 1.0``, and lets each branch of an ``if`` know its condition
-(``Analyzer.constraint``: ``tx == 0`` is True under ``if tx == 0``, ``tx // 32`` is 0 under
-``if tx < 32``).
+[0, 8)), simplifies an integer ``T.evaluate``, folds a cast of a constant (within the type's
+literals: ``T.Cast("float16", 70000)`` stays a cast), ``x + 0.0`` and ``x * 1.0``, and lets each
+branch of an ``if`` know its condition (``Analyzer.constraint``: ``tx == 0`` is True under
+``if tx == 0``, ``tx // 32`` is 0 under ``if tx < 32``).
 """
 from __future__ import annotations
 
-from ...ir.arith import CANONICAL, Analyzer
+from ...ir.arith import CANONICAL, Analyzer, index_typed
 from ...ir.arith.bitwise import INTRINSICS, bitwise_binary
+from ...ir.dtype import float_literal_refusal
 from ...ir.expr import (GE, GT, LE, LT, Add, BufferLoad, Call, Cast, CommReducer, FloatImm, IntImm, Mul, Not, PrimExpr,
                         Sub, Var, const, is_const_int, wrap_int)
 from ...ir.function import PrimFunc
@@ -57,11 +59,8 @@ class _StmtSimplifier(LoopRangeMutator):
 
     def index(self, e: PrimExpr) -> PrimExpr:
         e = self.visit(e)
-        if e.dtype.lanes > 1 or not e.dtype.is_integer:
-            return e
-        if not (e.dtype.is_int and e.dtype.bits in (32, 64)):
-            return e  # (TVM's canonical form is for index types, int32 and int64: ``100 + x`` in int8 stays)
-        return self.analyzer.simplify(e)
+        # (TVM's canonical form is for index types, int32 and int64: ``100 + x`` in int8 stays, it wraps)
+        return self.analyzer.simplify(e) if index_typed(e) else e
 
     def visit_BufferLoad(self, load: BufferLoad) -> BufferLoad:
         return BufferLoad(load.buffer, tuple(self.index(i) for i in load.indices))
@@ -92,8 +91,9 @@ class _StmtSimplifier(LoopRangeMutator):
         call = self.generic_visit(call)
         if not self.values:
             return call
-        args = tuple(self.analyzer.simplify(a) if isinstance(a, PrimExpr) and (a.dtype.is_integer or a.dtype.is_bool)
-                     and a.dtype.lanes == 1 and _pure(a) else a for a in call.args)
+        # (index arguments and conditions, as index(): ``x * 2 // 2`` in uint8 wraps, and stays as written)
+        args = tuple(self.analyzer.simplify(a) if isinstance(a, PrimExpr) and (index_typed(a) or _is_condition(a))
+                     and _pure(a) else a for a in call.args)
         if getattr(call.op, "name", "") == "tir.if_then_else" and isinstance(args[0], IntImm):
             return args[1] if args[0].value else args[2]  # (a decided T.if_then_else is its branch, as TVM's)
         symbol = _BITWISE.get(getattr(call.op, "name", ""))
@@ -119,8 +119,9 @@ class _StmtSimplifier(LoopRangeMutator):
                 # compiler's conversion, where TVM refuses to fold it)
                 value = e.value.value
                 return IntImm(e.dtype, value) if wrap_int(value, e.dtype) == value else e
-            if e.dtype.element_of.name in ("float16", "float32", "float64"):
-                return FloatImm(e.dtype, float(e.value.value))
+            if e.dtype.element_of.name in ("float16", "float32", "float64") \
+                    and float_literal_refusal(e.dtype, float(e.value.value)) is None:
+                return FloatImm(e.dtype, float(e.value.value))  # (beyond the type's literals: a cast, as convert())
         return e
 
     def visit_Mul(self, e: Mul) -> PrimExpr:
@@ -187,6 +188,10 @@ def _reads_itself(store: BufferStore) -> bool:
     same = a is b or (a.data is b.data and a.dtype == b.dtype and structural_equal(
         (a.elem_offset, tuple(a.shape), tuple(a.strides)), (b.elem_offset, tuple(b.shape), tuple(b.strides))))
     return same and structural_equal(tuple(value.indices), tuple(store.indices))
+
+
+def _is_condition(e: PrimExpr) -> bool:
+    return e.dtype.is_bool and e.dtype.lanes == 1
 
 
 def _is_float_constant(e: PrimExpr, value: float) -> bool:
