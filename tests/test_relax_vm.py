@@ -423,6 +423,35 @@ class Module:
             np.testing.assert_array_equal(run_relax(mod, "main", a), a[:n - 1])
 
 
+def test_a_size_divides_by_zero_only_where_computed() -> None:
+    """A T.if_then_else size computes only the branch its condition chooses (the VM had computed
+    both: a ZeroDivisionError for n = 0); a size that does divide by zero is a TVMSError naming it,
+    in the VM and in the reference."""
+    def module(size: str) -> tvm.IRModule:
+        return from_source(f'''# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(s: R.Shape(["n"])):
+        n = T.int64()
+        gv = R.zeros(R.shape([{size}]), "float32")
+        return gv''')
+    guarded, unguarded = module("T.if_then_else(n == 0, 1, 12 // n)"), module("12 // n")
+    vm = relax.VirtualMachine(tvm.compile(guarded, target="llvm"), tvm.cpu())
+    for n, extent in ((3, 4), (0, 1)):
+        assert vm["main"]((n,)).numpy().shape == (extent,)
+        assert run_relax(guarded, "main", (n,)).shape == (extent,)
+    vm = relax.VirtualMachine(tvm.compile(unguarded, target="llvm"), tvm.cpu())
+    assert vm["main"]((3,)).numpy().shape == (4,)
+    with pytest.raises(TVMSError, match=r"the size \(12 // n\) divides by zero \(n = 0\)"):
+        vm["main"]((0,))
+    with pytest.raises(TVMSError, match=r"the size 12 // n divides by zero \(n = 0\)"):
+        run_relax(unguarded, "main", (0,))
+
+
 def test_tir_var_upper_bound_must_map_names_to_integers() -> None:
     """``"tir_var_upper_bound": {"n": [4]}`` (a list, where TVM takes an integer) is a clear error
     of the compiler (a TypeError had escaped it); ``{"n": 4}`` compiles and runs."""
