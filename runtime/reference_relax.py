@@ -323,9 +323,13 @@ class _Interpreter:
 
     def call_tir_dyn(self, e: rx.Call, env: dict) -> tuple:
         """R.vm.call_tir_dyn(f, (tensors..., R.shape([sizes]))): the PrimFunc on the tensors and
-        the sizes; it writes its outputs among the tensors."""
+        the sizes; it writes its outputs among the tensors. A string names a registered packed
+        function, which the call runs as the VM does."""
         *tensors, sizes = self.eval(e.args[1], env)
-        self.run_prim(e.args[0], self.mod[e.args[0]], [*tensors, *sizes])
+        if isinstance(e.args[0], GlobalVar):
+            self.run_prim(e.args[0], self.mod[e.args[0]], [*tensors, *sizes])
+        else:
+            self.callee(e.args[0], env)(*tensors, *sizes)
         return ()
 
     def make_closure(self, e: rx.Call, env: dict) -> Callable:

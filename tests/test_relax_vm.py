@@ -474,7 +474,8 @@ class Module:
 
 def test_call_tir_dyn_of_a_packed_function_by_name() -> None:
     """R.vm.call_tir_dyn(R.str("f"), (x, out, R.shape([m, n]))) calls the packed function f with
-    the tensors and the sizes (an AttributeError had escaped the VM compiler)."""
+    the tensors and the sizes, in the VM and in the reference (an AttributeError had escaped the
+    VM compiler)."""
     seen = []
 
     @tvm.register_func("test_vm.double_into", override=True)
@@ -498,3 +499,6 @@ class Module:
     x = np.arange(6, dtype="float32").reshape(2, 3)
     np.testing.assert_array_equal(vm["main"](x).numpy(), 2 * x)
     assert seen == [(2, 3)]
+    # (the reference calls it as the VM does: it had looked the string up among the module's functions)
+    np.testing.assert_array_equal(run_relax(mod, "main", x), 2 * x)
+    assert seen == [(2, 3), (2, 3)]
