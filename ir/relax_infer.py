@@ -242,7 +242,7 @@ def sub_clamped(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     ``min(3, a)``."""
     if isinstance(b, Min) and (b.b is a or b.a is a):
         r = sub_clamped(a, b.a if b.b is a else b.b)
-        return r if _non_negative(r) else Max(r, IntImm(a.dtype, 0))
+        return r if non_negative(r) else Max(r, IntImm(a.dtype, 0))
     if isinstance(b, Max) and int_of(b.b) == 0:
         diff = simplify_dim(dim_sub(a, b.a))
         if int_of(diff) is not None:
@@ -252,16 +252,16 @@ def sub_clamped(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return simplify_dim(dim_sub(a, b))
 
 
-def _non_negative(e: PrimExpr) -> bool:
+def non_negative(e: PrimExpr) -> bool:
     """Known to be >= 0, taking symbolic sizes as non-negative."""
     if isinstance(e, IntImm):
         return e.value >= 0
     if isinstance(e, Var):
         return True
     if isinstance(e, Min):
-        return _non_negative(e.a) and _non_negative(e.b)
+        return non_negative(e.a) and non_negative(e.b)
     if isinstance(e, Max):
-        return _non_negative(e.a) or _non_negative(e.b)
+        return non_negative(e.a) or non_negative(e.b)
     return False
 
 
@@ -431,7 +431,7 @@ def reduce_dims(info: CallInfo, x: TensorStructInfo, axes: Any, keepdims: bool,
 __all__ = ["INT64", "BOOL", "tensor_arg", "tensor_args", "tuple_of_tensors", "shape_arg", "op_error",
            "as_shape_expr", "prepare_shape_arg", "as_tuple_expr", "describe", "fmt_dim", "fmt_dims",
            "make_tensor", "tensor_of_shape", "unknown_like", "to_dim", "int_of", "dim_add", "dim_sub",
-           "dim_mul", "dim_floordiv", "dim_ceildiv", "product", "simplify_dim", "sub_clamped",
+           "dim_mul", "dim_floordiv", "dim_ceildiv", "product", "simplify_dim", "sub_clamped", "non_negative",
            "prove_equal", "prove_not_equal", "broadcast_shapes", "binary_dtype", "infer_broadcast",
            "known_dims", "require_float", "infer_unary", "infer_unary_float", "normalize_axis",
            "normalize_axes", "reduce_dims"]

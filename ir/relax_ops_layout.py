@@ -10,7 +10,8 @@ from .relax import PrimValue, ShapeExpr, Tuple
 from .relax import Var as RelaxVar
 from .relax_infer import (INT64, as_shape_expr, as_tuple_expr, binary_dtype, broadcast_shapes,
                           describe, dim_add, dim_ceildiv, dim_floordiv, dim_mul, dim_sub, fmt_dim,
-                          fmt_dims, int_of, known_dims, make_tensor, normalize_axes, normalize_axis,
+                          fmt_dims, int_of, known_dims, make_tensor, non_negative, normalize_axes,
+                          normalize_axis,
                           op_error, prepare_shape_arg, product, prove_equal, prove_not_equal,
                           shape_arg, simplify_dim, sub_clamped, tensor_arg, tensor_of_shape, to_dim,
                           tuple_of_tensors, unknown_like)
@@ -407,17 +408,36 @@ def _infer_strided_slice(info: CallInfo) -> StructInfo:
 def _slice_length(begin: PrimExpr, end: PrimExpr, stride: PrimExpr, extent: PrimExpr,
                   inbound: bool) -> PrimExpr:
     s = int_of(stride)
+    if s is None:
+        return _slice_length_by_symbolic_stride(begin, end, stride, extent, inbound)
     if inbound:
-        return dim_ceildiv(dim_sub(end, begin), s) if s and s > 0 else \
-            simplify_dim(dim_sub(end, begin))
-    if s is None:  # a symbolic stride: nothing to fold
-        return simplify_dim(dim_sub(end, begin))
+        return dim_ceildiv(dim_sub(end, begin), s) if s > 0 else simplify_dim(dim_sub(end, begin))
     b, e = _canonical_index(begin, extent, s), _canonical_index(end, extent, s)
     if s < 0:
         return dim_ceildiv(dim_sub(b, e), -s)
     if s == 1:
         return sub_clamped(e, b)
     return dim_ceildiv(dim_sub(e, b), s)
+
+
+def _slice_length_by_symbolic_stride(begin: PrimExpr, end: PrimExpr, stride: PrimExpr, extent: PrimExpr,
+                                     inbound: bool) -> PrimExpr:
+    """TVM's length of a slice by a stride known when it runs: ``ceildiv(end - begin, stride)``
+    (the indices canonicalized unless in bounds). A symbolic size is non-negative, as TVM's
+    analyzer takes it, so its stride counts up; a stride of unknown sign chooses its way when it
+    runs."""
+    def ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+        return simplify_dim(dim_floordiv(dim_sub(dim_add(a, b), 1), b))
+
+    if inbound:
+        return ceildiv(dim_sub(end, begin), stride)
+    up = ceildiv(dim_sub(_canonical_index(end, extent, 1), _canonical_index(begin, extent, 1)), stride)
+    if non_negative(stride):
+        return up
+    # (each way canonicalizes the indices for its own sign, as TVM's analyzer folds the choice)
+    down = ceildiv(dim_sub(_canonical_index(begin, extent, -1), _canonical_index(end, extent, -1)),
+                   dim_sub(0, stride))
+    return Call(extent.dtype, get_op("tir.if_then_else"), (LT(stride, IntImm(stride.dtype, 0)), down, up))
 
 
 def _canonical_index(index: PrimExpr, extent: PrimExpr, stride: int) -> PrimExpr:

@@ -159,6 +159,28 @@ def defined_sizes(sinfos: Any) -> set:
     return {id(v) for s in sinfos for v in collect(s, Var)}
 
 
+def definable_sizes(sinfo: Any) -> list:
+    """The TensorIR variables a value of struct info ``sinfo`` (or of each in a list) defines:
+    those standing alone as a dimension or a scalar's value (TVM's ``DefinableTIRVarsInType``),
+    in order of first appearance."""
+    found: list = []
+
+    def visit(s: Any) -> None:
+        if isinstance(s, TensorStructInfo):
+            found.extend(d for d in s.dims or () if isinstance(d, Var))
+        elif isinstance(s, ShapeStructInfo):
+            found.extend(d for d in s.values or () if isinstance(d, Var))
+        elif isinstance(s, PrimStructInfo) and isinstance(s.value, Var):
+            found.append(s.value)
+        elif isinstance(s, TupleStructInfo):
+            for f in s.fields:
+                visit(f)
+    for s in sinfo if isinstance(sinfo, (list, tuple)) else (sinfo,):
+        visit(s)
+    seen: set[int] = set()
+    return [v for v in found if not (id(v) in seen or seen.add(id(v)))]
+
+
 def own_sizes(params: Any) -> list:
     """The size variables that scalar parameters are (``n: R.Prim(value="n")``, TVM 0.27's
     ``n: T.int64``): a parameter's value named as the parameter."""

@@ -328,6 +328,8 @@ def permute_dims(args: tuple, attrs: Any) -> np.ndarray:
 def reshape(args: tuple, attrs: Any) -> np.ndarray:
     # (a shape known only when it runs, R.tensor_to_shape's, may not hold the data's elements)
     data, shape = np.asarray(args[0]), tuple(int(d) for d in args[1])
+    if any(d < 0 for d in shape):  # (numpy would infer a -1; a run-time shape states every dimension)
+        raise TVMSError(f"R.reshape: the shape {shape} has a negative dimension")
     try:
         return np.reshape(data, shape).copy()
     except ValueError:

@@ -23,6 +23,8 @@ from tvms.ir.deep import deep_recursion
 from tvms.ir.errors import TVMSError
 from tvms.ir.function import PrimFunc
 from tvms.ir.module import GlobalVar, IRModule, offloaded_functions
+from tvms.ir.relax_infer import fmt_dim
+from tvms.ir.visitor import collect
 from tvms.ir.struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                                  TensorStructInfo, TupleStructInfo)
 
@@ -61,6 +63,10 @@ class _Interpreter:
             return compile_expr(e)(sizes)  # (cached per expression)
         except KeyError as err:
             raise TVMSError(f"the symbolic size {err.args[0].name!r} is not bound") from None
+        except ZeroDivisionError:
+            used = {id(v) for v in collect(e, tir.Var)}
+            bound = ", ".join(f"{v.name} = {sizes[v]}" for v in sizes if id(v) in used)
+            raise TVMSError(f"the size {fmt_dim(e)} divides by zero" + (f" ({bound})" if bound else "")) from None
 
     def match(self, sinfo: Any, value: Any, sizes: dict, what: str) -> None:
         """Check ``value`` against ``sinfo`` and bind the symbolic sizes it defines."""
@@ -317,9 +323,13 @@ class _Interpreter:
 
     def call_tir_dyn(self, e: rx.Call, env: dict) -> tuple:
         """R.vm.call_tir_dyn(f, (tensors..., R.shape([sizes]))): the PrimFunc on the tensors and
-        the sizes; it writes its outputs among the tensors."""
+        the sizes; it writes its outputs among the tensors. A string names a registered packed
+        function, which the call runs as the VM does."""
         *tensors, sizes = self.eval(e.args[1], env)
-        self.run_prim(e.args[0], self.mod[e.args[0]], [*tensors, *sizes])
+        if isinstance(e.args[0], GlobalVar):
+            self.run_prim(e.args[0], self.mod[e.args[0]], [*tensors, *sizes])
+        else:
+            self.callee(e.args[0], env)(*tensors, *sizes)
         return ()
 
     def make_closure(self, e: rx.Call, env: dict) -> Callable:

@@ -22,7 +22,7 @@ import numpy as np
 from tvms.ir.dtype import DataType
 from tvms.ir.errors import TVMSError
 from tvms.ir.registry import get_script_func
-from tvms.ir.vm_program import Call, Const, Imm, Reg, Size
+from tvms.ir.vm_program import Call, Const, Imm, Reg, Size, size_text
 
 from .cuda_tensor import CudaTensor
 from .numpy_ops import NUMPY_OPS, Shape, check_fits
@@ -64,6 +64,7 @@ class _Reader:
         elif isinstance(arg, Size):
             fn = size_function(arg.expr, heap_names)
             if callable(fn):
+                fn = guarded_size(fn, arg.expr, heap_names)
                 self.get = lambda regs, heap: fn(heap)
             else:
                 self.is_constant, self.value = True, fn
@@ -104,15 +105,49 @@ def size_function(e: Any, names: tuple) -> Any:
         if not callable(inner):
             return cast_value(inner, dtype)
         return lambda heap: cast_value(inner(heap), dtype)
+    if op == "select":
+        return _lazy_select(*(size_function(x, names) for x in e[1:]))
     parts = [size_function(x, names) for x in e[1:]]
     fn = _SIZE_FUNCTIONS[op]
     if not any(callable(p) for p in parts):
-        return fn(*parts)
+        try:
+            return fn(*parts)
+        except ZeroDivisionError:  # (an error only if a run computes it: a select may not)
+            return lambda heap: fn(*parts)
     getters = [p if callable(p) else (lambda heap, v=p: v) for p in parts]
     if len(getters) == 2:
         a, b = getters
         return lambda heap: fn(a(heap), b(heap))
     return lambda heap: fn(*[g(heap) for g in getters])
+
+
+def guarded_size(fn: Callable, expr: Any, names: tuple) -> Callable:
+    """``fn`` (a size's function of the heap) with a division by zero said as a TVMSError naming the size."""
+    def size(heap: list) -> Any:
+        try:
+            return fn(heap)
+        except ZeroDivisionError:
+            bound = ", ".join(f"{names[k]} = {heap[k]}" for k in _slots_of(expr))
+            raise TVMSError(f"the size {size_text(expr, names)} divides by zero"
+                            + (f" ({bound})" if bound else "")) from None
+    return size
+
+
+def _lazy_select(cond: Any, true_value: Any, false_value: Any) -> Any:
+    """The chosen branch only (the other may divide by the zero its condition guards against)."""
+    if not callable(cond):
+        return true_value if cond else false_value
+    on_true = true_value if callable(true_value) else (lambda heap: true_value)
+    on_false = false_value if callable(false_value) else (lambda heap: false_value)
+    return lambda heap: on_true(heap) if cond(heap) else on_false(heap)
+
+
+def _slots_of(e: Any) -> list:
+    if not isinstance(e, tuple):
+        return []
+    if e[0] == "slot":
+        return [e[1]]
+    return list(dict.fromkeys(k for x in e[1:] for k in _slots_of(x)))
 
 
 def _trunc_div(a: Any, b: Any) -> Any:
@@ -125,6 +160,8 @@ def _trunc_div(a: Any, b: Any) -> Any:
 def _trunc_mod(a: Any, b: Any) -> Any:
     if isinstance(a, int) and isinstance(b, int):
         return a - _trunc_div(a, b) * b
+    if b == 0:  # (math.fmod says ValueError)
+        raise ZeroDivisionError("float modulo")
     return math.fmod(a, b)
 
 
@@ -142,7 +179,7 @@ _SIZE_FUNCTIONS = {
     "min": min, "max": max, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
     "ge": lambda a, b: a >= b, "and": lambda a, b: bool(a and b), "or": lambda a, b: bool(a or b),
-    "not": lambda a: not a, "select": lambda c, t, f: t if c else f,
+    "not": lambda a: not a,
 }
 
 
@@ -250,7 +287,8 @@ def _match_shape(vm, call, names) -> Step:
     get = _Reader(vm, call.args[0], names).get
     kind, what, labels, binds = _immediates(call, 4, start=1)
     dims_of = _dims_of(kind)
-    declared = [size_function(s.expr, names) for s in call.args[5:]]
+    declared = [guarded_size(d, s.expr, names) if callable(d) else d
+                for s in call.args[5:] for d in [size_function(s.expr, names)]]
     n = len(declared)
     constant = tuple((i, d) for i, d in enumerate(declared) if not callable(d))
     computed = tuple((i, d) for i, d in enumerate(declared) if callable(d))

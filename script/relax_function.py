@@ -7,17 +7,18 @@ from typing import Any
 
 from ..ir import relax as rx
 from ..ir.dtype import DataType, float_literal_refusal
-from ..ir.errors import TVMSError
+from ..ir.errors import ScriptError, Span, TVMSError
 from ..ir.expr import Op, Var as TirVar, const
 from ..ir.module import GlobalVar
 from ..ir.node import EMPTY, FrozenDict
 from ..ir.struct_info import (VOID, FuncStructInfo, ObjectStructInfo, PrimStructInfo,
                               StructInfo, TensorStructInfo, TupleStructInfo)
-from ..ir.struct_info import join_struct_info, own_sizes
+from ..ir.struct_info import definable_sizes, join_struct_info, own_sizes
 from ..ir.structural import structural_equal
 from ..ir.visitor import collect
 from . import syntax as S
 from .comments import carry
+from .diagnostics import span_of
 from .syntax import dotted
 from .relax_parser import ModuleRef, RBuiltin, RelaxBuilder
 from .tensorir.attrs import freeze_value, norm_attrs as _norm_attrs
@@ -35,6 +36,7 @@ class RelaxFunctionBuilder(RelaxBuilder):
         saved_sizes, self.size_scope = self.size_scope, len(self.scopes) - 1  # (a nested function's own)
         saved_size_names, self.size_names = getattr(self, "size_names", set()), _names_used_as_sizes(fdef.body)
         params = []
+        saved_declared, self.sizes_declared_in_expressions = self.sizes_declared_in_expressions, []
         for p in fdef.params:
             if p.annotation is None:
                 raise self.error(p, f"parameter {p.name!r} needs struct info, such as R.Tensor((4,), \"float32\")")
@@ -42,6 +44,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
             var = self.param_var(p.name, sinfo, self.span(p))
             params.append(var)
             self.define(p.name, var)
+        self.refuse_undefined_sizes(params)
+        self.sizes_declared_in_expressions = saved_declared
         sizes = {v.name for v in collect([p.struct_info for p in params], TirVar)} - \
             {v.name for v in own_sizes(params)}  # (a parameter that is its size variable)
         for p in fdef.params:  # (TVM: "Variable m already defined in current scope")
@@ -65,6 +69,21 @@ class RelaxFunctionBuilder(RelaxBuilder):
         # without "-> ...", Function derives the return struct info from the body as TVM does
         return rx.Function(tuple(params), seq, ret_sinfo, pure, FrozenDict(attrs), span=self.span(fdef),
                            source_dialect=self.dialect.name)
+
+    def refuse_undefined_sizes(self, params: list) -> None:
+        """A size that a quoted expression of the signature names (``"n + 1"``) must be defined by
+        a parameter, where it stands alone (TVM: "name 'n' is not defined")."""
+        defined = {id(v) for v in definable_sizes([p.struct_info for p in params])}
+        for var, syn, text, offset in self.sizes_declared_in_expressions:
+            if id(var) not in defined:
+                at = span_of(self.source, syn)
+                # (the name inside the quoted text, when the annotation holds it on its first line)
+                start = -1 if at is None else self.source.line_text(at.line).find(text, at.col - 1)
+                if start >= 0:
+                    col = start + 1 + offset
+                    at = Span(at.source, at.line, col, at.line, col + len(var.name))
+                raise ScriptError(f"name {var.name!r} is not defined: no parameter defines the size "
+                                  f"(it stands alone in none of their shapes)", at)
 
     def signature(self, fdef: S.FunctionDef, decorator_kwargs: dict) -> FuncStructInfo:
         """The struct info of a module function from its annotations alone, so that calls to it

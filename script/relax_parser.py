@@ -101,6 +101,9 @@ class RelaxBuilder(ScopedEvaluator):
         # parser shares its set with its builders, and reads a classic text again as 0.27's)
         self.tvm027_spellings: set[str] = set()
         self.size_scope = 1  # the scope a new symbolic size goes to: the function's (see symbolic)
+        # (while a signature's parameters are read: the sizes a quoted expression named first, with
+        # the annotation's syntax, the expression and the name's offset in it)
+        self.sizes_declared_in_expressions: list | None = None
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, syn: Any) -> Any:
@@ -387,11 +390,14 @@ class RelaxBuilder(ScopedEvaluator):
         # (in the classic signature, where sizes have no TypeVars, a size named first inside an
         # expression is declared there, as a quoted name is: ``A: R.Tensor(("M * N",)),
         # x: R.Shape(["M", "N"])`` uses M before the name alone declares it)
-        names = re.findall(r"(?<![\w.])([A-Za-z_]\w*)(?![\w(.])", text) if self.dialect.name == "classic" else ()
-        for name in names:
+        found = re.finditer(r"(?<![\w.])([A-Za-z_]\w*)(?![\w(.])", text) if self.dialect.name == "classic" else ()
+        for m in found:
+            name = m.group(1)
             if not any(name in scope for scope in self.scopes) and name not in self.module_names \
                     and name not in ("T", "R"):
-                self.symbolic(name, syn)
+                var = self.symbolic(name, syn)
+                if self.sizes_declared_in_expressions is not None:  # (a parameter must define it)
+                    self.sizes_declared_in_expressions.append((var, syn, text, m.start()))
         try:
             stmts = parse_syntax(text, Source(text, "<size>")).body
             if len(stmts) != 1 or not isinstance(stmts[0], S.ExprStmt):

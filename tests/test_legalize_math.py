@@ -23,7 +23,7 @@ LEGALIZE_DIR = FIXTURES / "legalize"
 # float16), edge cases (mean over a symbolic axis, sum of bools, 1-d softmax), R.prim_value
 # operands, reductions over an empty axis.
 MATH_FIXTURES = ["math_unary", "math_unary2", "math_unary3", "math_binary2", "math_create2", "math_reduce2", "math_manip2", "math_stack", "math_compare", "math_create", "math_reduce", "math_nn",
-                 "math_edge", "math_prim_value", "math_zero", "math_full_cast"]
+                 "math_edge", "math_prim_value", "math_zero", "math_full_cast", "math_prelu"]
 # before-module fixture -> TVM's output for it in the corpus
 CORPUS_PAIRS = {
     "argmax_static_before": "relax_op_argmax_static_1_legalized",

@@ -345,3 +345,10 @@ class Module:
         run_relax(mod, "main", np.array([3, 2]), y)
     with pytest.raises(TVMSError, match=message):
         vm["main"](np.array([3, 2]), y)
+    # (a negative dimension is refused, as TVM refuses it: numpy would have inferred a -1)
+    for shape in ([-1, 8], [2, -8]):
+        message = rf"R.reshape: the shape \({shape[0]}, {shape[1]}\) has a negative dimension"
+        with pytest.raises(TVMSError, match=message):
+            run_relax(mod, "main", np.array(shape), y)
+        with pytest.raises(TVMSError, match=message):
+            vm["main"](np.array(shape), y)

@@ -289,6 +289,35 @@ def test_prelu_refuses_a_slope_of_another_length() -> None:
         run_relax(mod, "main", np.zeros((4, 7), "float32"), np.zeros(3, "float32"))
 
 
+def test_prelu_with_a_slope_per_symbolic_channel() -> None:
+    """A slope of length c for c channels (both symbolic) legalizes and computes (LegalizeOps had
+    refused it: "the slope has shape (c,); it takes ... one per channel (c along axis 1)"); a slope
+    of another symbolic length is refused with the two lengths."""
+    import tvms
+
+    text = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", "c"), dtype="float32"), y: R.Tensor(("c",), dtype="float32")) -> R.Tensor(("n", "c"), dtype="float32"):
+        n = T.int64()
+        c = T.int64()
+        gv: R.Tensor((n, c), dtype="float32") = R.nn.prelu(x, y, axis=1)
+        return gv'''
+    mod = from_source(text)
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(-1, 1, (2, 3)).astype("float32"), np.float32([0.5, 0.25, 0.125])
+    want = np.where(x > 0, x, x * y)
+    np.testing.assert_allclose(run_relax(LegalizeOps()(mod), "main", x, y), want, rtol=1e-6)
+    vm = tvms.relax.VirtualMachine(tvms.compile(mod, target="llvm"), tvms.cpu())
+    np.testing.assert_allclose(vm["main"](x, y).numpy(), want, rtol=1e-6)
+    other = from_source(text.replace('y: R.Tensor(("c",)', 'y: R.Tensor(("k",)'))
+    with pytest.raises(TVMSError, match=r"the slope has shape \(k,\).*one per channel \(c along axis 1\)"):
+        LegalizeOps()(other)
+
+
 def test_grouped_conv_with_sizes_known_when_it_runs_checks_them() -> None:
     """A grouped R.nn.conv2d over symbolic channels: data whose channels are not the kernel's
     input channels times the groups is a clear error of the reference (numpy's einsum had

@@ -314,6 +314,33 @@ def test_passes_keep_the_modules_vdevices(passes):
     np.testing.assert_array_equal(run_relax(out, "main", x), x + x)
 
 
+def test_legalized_outputs_live_on_their_tensors_vdevice():
+    """LegalizeOps gives a call_tir's outputs the vdevice of its first placed argument (TVM's
+    call_te), so CallTIRRewrite allocates there: device 1, "local", as TVM 0.27 prints it (tvms
+    had allocated on device 0, "global", and dropped the vdevice from the result)."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice({"keys": ["cpu"], "kind": "llvm", "tag": ""}, 0, "global"), I.vdevice({"keys": ["cpu"], "kind": "llvm", "tag": ""}, 0, "local")]})
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32", vdevice="llvm:1")) -> R.Tensor((4,), dtype="float32", vdevice="llvm:1"):
+        with R.dataflow():
+            y: R.Tensor((4,), dtype="float32", vdevice="llvm:1") = R.add(x, x)
+            R.output(y)
+        return y''')
+    out = get_pass("CallTIRRewrite")(get_pass("LegalizeOps")(mod))
+    text = out["main"].script(dialect="tvm-0.27")
+    # (TVM 0.27's line, from its LegalizeOps and CallTIRRewrite of this module)
+    assert ('alloc: R.Tensor((4,), dtype="float32", vdevice="llvm:-1:local") = R.builtin.alloc_tensor('
+            'R.shape([4]), R.dtype("float32"), 1, R.str("local"), '
+            'ty_args=(R.Tensor((4,), dtype="float32", vdevice="llvm:-1:local"),))') in text
+    assert 'y: R.Tensor((4,), dtype="float32", vdevice="llvm:-1:local") = alloc' in text
+    x = np.arange(4, dtype="float32")
+    np.testing.assert_array_equal(run_relax(out, "main", x), x + x)
+
+
 def test_a_recursive_local_function_stays_a_var_of_its_dataflow_block():
     """ConvertToDataflow (then CanonicalizeBindings) on a function defining a local function that
     calls itself: the function's variable is used inside its own body, where no dataflow

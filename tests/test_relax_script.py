@@ -213,6 +213,27 @@ class Module:
                     .replace("out_sinfo", "out_ty"))
 
 
+def test_a_size_that_only_a_quoted_expression_names_is_refused_at_the_name():
+    """``x: R.Tensor(("n + 1",))`` with no parameter whose shape holds n alone: TVM refuses it at
+    parse ("name 'n' is not defined"); tvms had accepted it and failed late without a position."""
+    text = '''# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n + 1",), dtype="float32")) -> R.Tensor(("n + 1",), dtype="float32"):
+        gv = R.add(x, x)
+        return gv'''
+    with pytest.raises(ScriptError) as info:
+        from_source(text)
+    assert "name 'n' is not defined" in info.value.message
+    assert (info.value.span.line, info.value.span.col) == (8, 28)  # (the n inside the quotes)
+    defined = text.replace('"float32"))', '"float32"), y: R.Tensor(("n",), dtype="float32"))')
+    assert from_source(defined)["main"].params[1].struct_info.shape.values[0].name == "n"
+
+
 def test_a_function_defined_in_a_dataflow_block_leaves_the_blocks_variables_visible():
     """The end of the dataflow block inside a function defined in an outer dataflow block hides
     only its own variables: the outer block's (a) stay usable after the definition (ConvertToDataflow

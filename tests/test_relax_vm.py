@@ -15,6 +15,7 @@ from tvms.runtime.reference_relax import run_relax
 from tvms.ir.vm_program import deserialize, serialize
 from tvms.runtime.vm import Executable
 from tvms.script import from_source
+from tvms.ir.structural import structural_equal
 
 RNG = np.random.default_rng(7)
 TOL = {"rtol": 1e-4, "atol": 1e-4}
@@ -423,6 +424,68 @@ class Module:
             np.testing.assert_array_equal(run_relax(mod, "main", a), a[:n - 1])
 
 
+def test_a_size_divides_by_zero_only_where_computed() -> None:
+    """A T.if_then_else size computes only the branch its condition chooses (the VM had computed
+    both: a ZeroDivisionError for n = 0); a size that does divide by zero is a TVMSError naming it,
+    in the VM and in the reference."""
+    def module(size: str) -> tvm.IRModule:
+        return from_source(f'''# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(s: R.Shape(["n"])):
+        n = T.int64()
+        gv = R.zeros(R.shape([{size}]), "float32")
+        return gv''')
+    guarded, unguarded = module("T.if_then_else(n == 0, 1, 12 // n)"), module("12 // n")
+    vm = relax.VirtualMachine(tvm.compile(guarded, target="llvm"), tvm.cpu())
+    for n, extent in ((3, 4), (0, 1)):
+        assert vm["main"]((n,)).numpy().shape == (extent,)
+        assert run_relax(guarded, "main", (n,)).shape == (extent,)
+    vm = relax.VirtualMachine(tvm.compile(unguarded, target="llvm"), tvm.cpu())
+    assert vm["main"]((3,)).numpy().shape == (4,)
+    with pytest.raises(TVMSError, match=r"the size \(12 // n\) divides by zero \(n = 0\)"):
+        vm["main"]((0,))
+    with pytest.raises(TVMSError, match=r"the size 12 // n divides by zero \(n = 0\)"):
+        run_relax(unguarded, "main", (0,))
+
+
+@pytest.mark.parametrize("stride, inbound", [("s", False), ("s", True), ("s - 3", False)])
+def test_strided_slice_by_a_stride_known_when_it_runs(stride: str, inbound: bool) -> None:
+    """A symbolic stride divides the slice's length as TVM's GetLength divides it (the inferred
+    length had been ``e - b`` whatever the stride, and every run with another stride failed its
+    shape check): a size stride counts up, as TVM's analyzer takes sizes; an expression of
+    unknown sign (``s - 3``) takes either way when it runs. In bounds, the text is TVM 0.27's."""
+    mod = from_source(f'''# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(A: R.Tensor((10, 6), dtype="float32"), B: R.Shape(["b", "e", "s"])):
+        b = T.int64()
+        e = T.int64()
+        s = T.int64()
+        gv = R.strided_slice(A, (0,), (b,), (e,), ({stride},), assume_inbound={inbound})
+        return gv''')
+    if inbound:  # (TVM 0.27's inference of this call)
+        assert "R.Tensor(((e + s - b - 1) // s, 6)" in mod.script()
+    assert structural_equal(from_source(mod.script()), mod)  # (a size of either way prints back)
+    a = np.arange(60, dtype="float32").reshape(10, 6)
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    cases = [(1, 7, 2), (0, 10, 1), (2, 9, 3), (0, 10, 4)] + ([] if inbound else [(-3, 10, 1), (-1, 20, 2)])
+    if stride == "s - 3":
+        cases = [(1, 7, 5), (7, 1, 1), (9, 0, 0), (-1, -11, 0), (0, 10, 4)]
+    for b, e, s in cases:
+        want = a[b:e:eval(stride)]
+        np.testing.assert_array_equal(run_relax(mod, "main", a, (b, e, s)), want)
+        np.testing.assert_array_equal(vm["main"](a, (b, e, s)).numpy(), want)
+
+
 def test_tir_var_upper_bound_must_map_names_to_integers() -> None:
     """``"tir_var_upper_bound": {"n": [4]}`` (a list, where TVM takes an integer) is a clear error
     of the compiler (a TypeError had escaped it); ``{"n": 4}`` compiles and runs."""
@@ -445,7 +508,8 @@ class Module:
 
 def test_call_tir_dyn_of_a_packed_function_by_name() -> None:
     """R.vm.call_tir_dyn(R.str("f"), (x, out, R.shape([m, n]))) calls the packed function f with
-    the tensors and the sizes (an AttributeError had escaped the VM compiler)."""
+    the tensors and the sizes, in the VM and in the reference (an AttributeError had escaped the
+    VM compiler)."""
     seen = []
 
     @tvm.register_func("test_vm.double_into", override=True)
@@ -469,3 +533,6 @@ class Module:
     x = np.arange(6, dtype="float32").reshape(2, 3)
     np.testing.assert_array_equal(vm["main"](x).numpy(), 2 * x)
     assert seen == [(2, 3)]
+    # (the reference calls it as the VM does: it had looked the string up among the module's functions)
+    np.testing.assert_array_equal(run_relax(mod, "main", x), 2 * x)
+    assert seen == [(2, 3), (2, 3)]

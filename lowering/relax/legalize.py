@@ -65,8 +65,22 @@ def call_te(bb: Any, fte: Callable, *args: Any, primfunc_name_hint: str | None =
     size and becomes a scalar parameter of the PrimFunc, passed by the call."""
     func, rx_args, outs = gen_call_tir_inputs(fte, *args)
     gv = bb.add_func(func, primfunc_name_hint or fte.__name__)
-    out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(o.shape)), o.dtype) for o in outs)
+    vdevice = _first_vdevice(args)  # (every output lives where the first placed argument lives, as in TVM)
+    out_sinfo = tuple(TensorStructInfo(rx.ShapeExpr(tuple(o.shape)), o.dtype, vdevice=vdevice) for o in outs)
     return make_call("call_tir", [gv, rx.Tuple(tuple(rx_args))], {}, out_sinfo)
+
+
+def _first_vdevice(args: Any) -> Any:
+    """The vdevice of the first tensor argument that has one (in lists and dicts too), or None."""
+    for a in args.values() if isinstance(args, dict) else args:
+        if isinstance(a, (list, tuple, dict)):
+            found = _first_vdevice(a)
+        else:
+            sinfo = getattr(a, "struct_info", None) if isinstance(a, rx.RelaxExpr) else None
+            found = sinfo.vdevice if isinstance(sinfo, TensorStructInfo) else None
+        if found is not None:
+            return found
+    return None
 
 
 def gen_call_tir_inputs(fte: Callable, *args: Any) -> tuple:

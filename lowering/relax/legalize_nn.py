@@ -20,7 +20,7 @@ from ...ir.arith import canonical
 from ...ir.expr import (EQ, LE, LT, NE, Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Select,
                         Sub, const)
 from ...ir.errors import TVMSError
-from ...ir.relax_infer import fmt_dim, fmt_dims, int_of
+from ...ir.relax_infer import fmt_dim, fmt_dims, int_of, prove_equal
 from .. import te
 from .legalize import _NotLegalized, _compute, _tensor_sinfo, call_te, register_legalize, transpose_compute
 from .legalize_manip import _pad, _reshape_compute, cast_to
@@ -53,11 +53,14 @@ def _leakyrelu(bb: Any, call: rx.Call) -> Any:
 def _prelu(bb: Any, call: rx.Call) -> Any:
     def prelu(x: te.Tensor, slope: te.Tensor) -> te.Tensor:
         axis = call.attrs["axis"] % len(x.shape)
-        channels, slopes = int_of(x.shape[axis]), int_of(slope.shape[0]) if len(slope.shape) == 1 else None
-        if slopes is None or slopes != 1 and channels is not None and slopes != channels:
+        extent = x.shape[axis]
+        channels, slopes = int_of(extent), int_of(slope.shape[0]) if len(slope.shape) == 1 else None
+        # (a symbolic length is the channel extent itself, or nothing this can check)
+        if len(slope.shape) != 1 or slopes is None and not prove_equal(slope.shape[0], extent) \
+                or slopes is not None and slopes != 1 and channels is not None and slopes != channels:
             raise TVMSError(f"R.nn.prelu: the slope has shape {fmt_dims(slope.shape)}; it takes one value "
-                            f"or one per channel ({fmt_dim(x.shape[axis])} along axis {axis})")
-        if slopes == 1 and channels != 1:  # (one slope for every channel, as topi broadcasts it)
+                            f"or one per channel ({fmt_dim(extent)} along axis {axis})")
+        if slopes == 1:  # (one slope for every channel, broadcast as topi does, even to one channel)
             one = slope
             slope = te.compute((x.shape[axis],), lambda c: one[IntImm(_I64, 0)], name="slope_broadcasted")
         return te.compute(tuple(x.shape), lambda *i: Select(_positive(x[i]), x[i], x[i] * slope[i[axis]]),

@@ -50,5 +50,6 @@ def _layout_transform(bb: Any, call: rx.Call) -> Any:
     sch.transform_layout(sch.get_block(_NAME), ("write", 0),
                          layout.IndexMap(list(index_map.initial_indices), list(index_map.final_indices)))
     gv = bb.add_func(sch.mod["main"], _NAME)
-    out = TensorStructInfo(rx.ShapeExpr(index_map.map_shape(dims)), x.struct_info.dtype)
+    out = TensorStructInfo(rx.ShapeExpr(index_map.map_shape(dims)), x.struct_info.dtype,
+                           vdevice=x.struct_info.vdevice)
     return make_call("call_tir", [gv, rx.Tuple(tuple(args))], {}, (out,))

@@ -34,7 +34,7 @@ from ...ir.op import get_op
 from ...ir.relax import merge_blocks
 from ...ir.relax_vars import bound_vars, free_vars
 from ...ir.struct_info import (FuncStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
-                               TupleStructInfo, erase_undefined)
+                               TupleStructInfo, definable_sizes, erase_undefined)
 from ...ir.structural import structural_equal
 from ...ir.visitor import Mutator, collect
 from ..pass_registry import register_pass
@@ -51,29 +51,6 @@ _STOP = "relax.builtin.stop_lift_params"
 def _unique(items: list) -> list:
     seen: set = set()
     return [x for x in items if not (id(x) in seen or seen.add(id(x)))]
-
-
-def definable_sizes(sinfo: Any) -> list:
-    """The TensorIR variables a value of struct info ``sinfo`` defines: those standing alone as
-    a dimension or a scalar's value (TVM's ``DefinableTIRVarsInType``), in order."""
-    found: list = []
-
-    def visit(s: Any) -> None:
-        if isinstance(s, TensorStructInfo) and isinstance(s.shape, rx.ShapeExpr):
-            found.extend(d for d in s.shape.values if isinstance(d, TirVar))
-        elif isinstance(s, ShapeStructInfo) and s.values is not None:
-            found.extend(d for d in s.values if isinstance(d, TirVar))
-        elif isinstance(s, PrimStructInfo) and isinstance(s.value, TirVar):
-            found.append(s.value)
-        elif isinstance(s, TupleStructInfo):
-            for f in s.fields:
-                visit(f)
-    if isinstance(sinfo, (list, tuple)):
-        for s in sinfo:
-            visit(s)
-    else:
-        visit(sinfo)
-    return _unique(found)
 
 
 def _sizes_in(node: Any) -> list:

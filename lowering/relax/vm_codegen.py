@@ -234,7 +234,7 @@ class _FunctionCompiler:
             return ("select", self.size_expr(e.condition), self.size_expr(e.true_value),
                     self.size_expr(e.false_value))
         if isinstance(e, tir.Call) and getattr(e.op, "name", None) == "tir.if_then_else" and len(e.args) == 3:
-            # (a size of R.strided_slice's: both branches are sizes, computing either is safe)
+            # (the VM computes only the chosen branch: the other may divide by zero)
             return ("select", *(self.size_expr(a) for a in e.args))
         if isinstance(e, tir.Cast):
             return ("cast", str(e.dtype), self.size_expr(e.value))
