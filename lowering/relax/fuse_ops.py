@@ -20,8 +20,7 @@ from ...ir import relax as rx
 from ...ir.expr import Op, Var as TirVar
 from ...ir.module import GlobalVar, IRModule
 from ...ir.node import Node
-from ...ir.struct_info import (PrimStructInfo, ShapeStructInfo, TensorStructInfo,
-                                TupleStructInfo)
+from ...ir.struct_info import ShapeStructInfo, TupleStructInfo, definable_sizes
 from ...ir.visitor import collect, walk
 from ..pass_registry import register_pass
 from ..transform import module_pass
@@ -453,27 +452,11 @@ class _FunctionCreator(PyExprMutator):
         self.function = renew_sizes(func)
 
 
-def _definable_sizes(sinfo: Any) -> set:
-    """The ids of the symbolic sizes that a parameter of struct info ``sinfo`` defines: those
-    standing alone as a dimension or a scalar's value (``n`` in ``(n, 4)``, not in ``(n + 1,)``)."""
-    if isinstance(sinfo, TupleStructInfo):
-        return {i for f in sinfo.fields for i in _definable_sizes(f)}
-    if isinstance(sinfo, TensorStructInfo):
-        values = sinfo.dims or ()
-    elif isinstance(sinfo, ShapeStructInfo):
-        values = sinfo.values or ()
-    elif isinstance(sinfo, PrimStructInfo):
-        values = (sinfo.value,)
-    else:
-        values = ()
-    return {id(v) for v in values if isinstance(v, TirVar)}
-
-
 def _free_sizes(func: rx.Function) -> list:
     """Symbolic sizes the function uses but its parameters do not define, last first used first:
     TVM lists them from a hash set, which yields them in that order (``R.zeros(R.shape([m, n]))``
     gives ``tir_vars: R.Shape([n, m])``; with many sizes TVM's own order varies from run to run)."""
-    defined = {i for p in func.params for i in _definable_sizes(p.struct_info)}
+    defined = {id(v) for v in definable_sizes([p.struct_info for p in func.params])}
     free: list = []
     for v in [*collect(tuple(p.struct_info for p in func.params), TirVar),
               *collect(func.body, TirVar)]:
