@@ -382,6 +382,8 @@ def strided_slice(args: tuple, attrs: Any) -> np.ndarray:
     strides = args[4] if len(args) > 4 else (1,) * len(axes)
     index = [slice(None)] * x.ndim
     for axis, b, e, s in zip(axes, begin, end, strides):
+        if int(s) == 0:
+            raise TVMSError(f"R.strided_slice: a stride of 0 on axis {axis}")
         index[axis] = slice(int(b), int(e), int(s))
     return x[tuple(index)].copy()
 

@@ -316,6 +316,10 @@ class Module:
     other = from_source(text.replace('y: R.Tensor(("c",)', 'y: R.Tensor(("k",)'))
     with pytest.raises(TVMSError, match=r"the slope has shape \(k,\).*one per channel \(c along axis 1\)"):
         LegalizeOps()(other)
+    # three slopes for c channels: nothing proves c is 3 (the kernel had read past the slope for c = 5)
+    fixed = from_source(text.replace('y: R.Tensor(("c",)', 'y: R.Tensor((3,)'))
+    with pytest.raises(TVMSError, match=r"the slope has shape \(3,\).*one per channel \(c along axis 1\)"):
+        LegalizeOps()(fixed)
 
 
 def test_grouped_conv_with_sizes_known_when_it_runs_checks_them() -> None:

@@ -536,3 +536,58 @@ class Module:
     # (the reference calls it as the VM does: it had looked the string up among the module's functions)
     np.testing.assert_array_equal(run_relax(mod, "main", x), 2 * x)
     assert seen == [(2, 3), (2, 3)]
+
+
+SYMBOLIC_RESHAPE = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 3), dtype="float32"), S: R.Shape(["a", "b"])):
+        a = T.int64()
+        b = T.int64()
+        y = R.reshape(x, R.shape([a, b]))
+        return y
+'''
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (1, 2), (3, 2)])
+def test_a_reshape_to_sizes_known_when_it_runs_checks_the_element_count(shape: tuple) -> None:
+    """The legalized kernel had wrapped its indices around the smaller input (or left the larger
+    output unwritten): a reshape whose element counts are not provably equal is left to the
+    run-time reshape, which checks them, as the reference does."""
+    mod = from_source(SYMBOLIC_RESHAPE)
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    if np.prod(shape) == 6:
+        np.testing.assert_array_equal(vm["main"](x, shape).numpy(), x.reshape(shape))
+        return
+    for run in (lambda: vm["main"](x, shape), lambda: run_relax(mod, "main", x, shape)):
+        with pytest.raises(TVMSError, match=r"R.reshape: a tensor of shape \(2, 3\) \(6 elements\) cannot take"):
+            run()
+
+
+def test_a_stride_of_zero_known_when_it_runs_is_refused() -> None:
+    """numpy's ValueError ("slice step cannot be zero") had escaped the VM and the reference."""
+    mod = from_source('''# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(A: R.Tensor((10, 6), dtype="float32"), B: R.Shape(["b", "e", "s"])):
+        b = T.int64()
+        e = T.int64()
+        s = T.int64()
+        y = R.strided_slice(A, (0,), (b,), (e,), (s,))
+        return y
+''')
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    a = np.arange(60, dtype="float32").reshape(10, 6)
+    np.testing.assert_array_equal(vm["main"](a, (1, 9, 3)).numpy(), a[1:9:3])
+    for run in (lambda: vm["main"](a, (1, 9, 0)), lambda: run_relax(mod, "main", a, (1, 9, 0))):
+        with pytest.raises(TVMSError, match="R.strided_slice: a stride of 0 on axis 0"):
+            run()

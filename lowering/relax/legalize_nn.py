@@ -57,7 +57,7 @@ def _prelu(bb: Any, call: rx.Call) -> Any:
         channels, slopes = int_of(extent), int_of(slope.shape[0]) if len(slope.shape) == 1 else None
         # (a symbolic length is the channel extent itself, or nothing this can check)
         if len(slope.shape) != 1 or slopes is None and not prove_equal(slope.shape[0], extent) \
-                or slopes is not None and slopes != 1 and channels is not None and slopes != channels:
+                or slopes is not None and slopes != 1 and slopes != channels:
             raise TVMSError(f"R.nn.prelu: the slope has shape {fmt_dims(slope.shape)}; it takes one value "
                             f"or one per channel ({fmt_dim(extent)} along axis {axis})")
         if slopes == 1:  # (one slope for every channel, broadcast as topi does, even to one channel)
