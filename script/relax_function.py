@@ -44,8 +44,6 @@ class RelaxFunctionBuilder(RelaxBuilder):
             var = self.param_var(p.name, sinfo, self.span(p))
             params.append(var)
             self.define(p.name, var)
-        self.refuse_undefined_sizes(params)
-        self.sizes_declared_in_expressions = saved_declared
         sizes = {v.name for v in collect([p.struct_info for p in params], TirVar)} - \
             {v.name for v in own_sizes(params)}  # (a parameter that is its size variable)
         for p in fdef.params:  # (TVM: "Variable m already defined in current scope")
@@ -55,6 +53,8 @@ class RelaxFunctionBuilder(RelaxBuilder):
         ret_sinfo = None
         if fdef.returns is not None:
             ret_sinfo = self.as_struct_info(self.ev(fdef.returns), fdef.returns)
+        self.refuse_undefined_sizes(params)  # (of the parameters' annotations and the return's)
+        self.sizes_declared_in_expressions = saved_declared
         self.attrs: dict = {}
         blocks, body = self.function_body(fdef, ret_sinfo)
         self.scopes.pop()

@@ -232,6 +232,12 @@ class Module:
     assert (info.value.span.line, info.value.span.col) == (8, 28)  # (the n inside the quotes)
     defined = text.replace('"float32"))', '"float32"), y: R.Tensor(("n",), dtype="float32"))')
     assert from_source(defined)["main"].params[1].struct_info.shape.values[0].name == "n"
+    # only in the return annotation: refused too, at the name (it had failed when run)
+    returned = text.replace('main(x: R.Tensor(("n + 1",)', 'main(x: R.Tensor(("m",)')
+    with pytest.raises(ScriptError) as info:
+        from_source(returned)
+    assert "name 'n' is not defined" in info.value.message
+    assert (info.value.span.line, info.value.span.col) == (8, 66)
 
 
 def test_a_function_defined_in_a_dataflow_block_leaves_the_blocks_variables_visible():
