@@ -44,8 +44,9 @@ writing a different value over one another thread wrote or read, since the last 
 data race and a TVMSError naming the buffer and the statement, unless an mbarrier ordered the two
 (as the PTX memory model orders them: an arrive releases what its thread did before it, a wait
 that sees the phase complete acquires what the arrivals that completed it released). For that,
-each access also records its thread's count of arrivals then (``Block.release``/``acquire``). It starts undefined (NaN for
-floats), as a lane that reads a shuffle from a lane that is not there gets NaN: a use shows.
+each access also records its thread's count of arrivals then (``Block.release``/``acquire``).
+Shared memory starts undefined (NaN for floats), as a lane that reads a shuffle from a lane that
+is not there gets NaN: a use shows.
 """
 from __future__ import annotations
 

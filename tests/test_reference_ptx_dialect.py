@@ -581,14 +581,20 @@ def f(G: T.Buffer((2,), "int32"), P: T.Buffer((3, 32), "int32"), R: T.Buffer((2,
         run_prim_func(from_source(stuck), g, p, r)
 
 
-PRODUCERS_AND_CONSUMERS = f"""
-bar = T.alloc_shared((1,), "uint64")
+def _one_barrier(expected: int) -> str:
+    """The start of a kernel body: one mbarrier expecting ``expected`` arrivals, initialised by
+    thread 0 before a barrier, a shared S of 4 int32, and the scalars its calls write."""
+    return f"""bar = T.alloc_shared((1,), "uint64")
 S = T.alloc_shared((4,), "int32")
 state: T.uint64
 done: T.uint32
 if tx == 0:
-    T.ptx.mbarrier({MBARRIER}, T.uint32(2), "init", "", "shared", "b64", "")
-T.tvm_storage_sync("shared")
+    T.ptx.mbarrier({MBARRIER}, T.uint32({expected}), "init", "", "shared", "b64", "")
+T.tvm_storage_sync("shared")"""
+
+
+PRODUCERS_AND_CONSUMERS = f"""
+{_one_barrier(2)}
 if tx < 2:
     WRITE_BEFORE
     T.ptx.mbarrier(state, {MBARRIER}, "arrive", "", "", "shared", "b64", "")
@@ -627,13 +633,7 @@ def test_a_wait_orders_only_the_arrivals_of_the_phase_it_saw_complete() -> None:
     with pytest.raises(TVMSError, match=r"thread \(threadIdx.x=2\) of block \(blockIdx.x=0\) reads element 0, which "
                                         r"thread \(threadIdx.x=0\) wrote"):
         run('R: T.Buffer((4,), "int32")', f"""
-bar = T.alloc_shared((1,), "uint64")
-S = T.alloc_shared((4,), "int32")
-state: T.uint64
-done: T.uint32
-if tx == 0:
-    T.ptx.mbarrier({MBARRIER}, T.uint32(2), "init", "", "shared", "b64", "")
-T.tvm_storage_sync("shared")
+{_one_barrier(2)}
 if tx < 2:
     T.ptx.mbarrier(state, {MBARRIER}, "arrive", "", "", "shared", "b64", "")
 if tx == 0:
@@ -699,13 +699,7 @@ if tx == 2:
 """, r, threads=4)
 
 ARRIVE_DROP = f"""
-bar = T.alloc_shared((1,), "uint64")
-S = T.alloc_shared((4,), "int32")
-state: T.uint64
-done: T.uint32
-if tx == 0:
-    T.ptx.mbarrier({MBARRIER}, T.uint32(4), "init", "", "shared", "b64", "")
-T.tvm_storage_sync("shared")
+{_one_barrier(4)}
 if tx == 3:
     T.ptx.mbarrier({MBARRIER}, "arrive_drop", "", "", "shared", "b64", "")
 else:

@@ -453,13 +453,9 @@ class Module:
         run_relax(unguarded, "main", (0,))
 
 
-@pytest.mark.parametrize("stride, inbound", [("s", False), ("s", True), ("s - 3", False)])
-def test_strided_slice_by_a_stride_known_when_it_runs(stride: str, inbound: bool) -> None:
-    """A symbolic stride divides the slice's length as TVM's GetLength divides it (the inferred
-    length had been ``e - b`` whatever the stride, and every run with another stride failed its
-    shape check): a size stride counts up, as TVM's analyzer takes sizes; an expression of
-    unknown sign (``s - 3``) takes either way when it runs. In bounds, the text is TVM 0.27's."""
-    mod = from_source(f'''# from tvm.script import ir as I
+def _strided_slice_module(stride: str, inbound: bool) -> tvm.IRModule:
+    """main(A, B): A (10 x 6) sliced on axis 0 from b to e by ``stride``, sizes of B's shape."""
+    return from_source(f'''# from tvm.script import ir as I
 # from tvm.script import relax as R
 # from tvm.script import tir as T
 
@@ -472,6 +468,15 @@ class Module:
         s = T.int64()
         gv = R.strided_slice(A, (0,), (b,), (e,), ({stride},), assume_inbound={inbound})
         return gv''')
+
+
+@pytest.mark.parametrize("stride, inbound", [("s", False), ("s", True), ("s - 3", False)])
+def test_strided_slice_by_a_stride_known_when_it_runs(stride: str, inbound: bool) -> None:
+    """A symbolic stride divides the slice's length as TVM's GetLength divides it (the inferred
+    length had been ``e - b`` whatever the stride, and every run with another stride failed its
+    shape check): a size stride counts up, as TVM's analyzer takes sizes; an expression of
+    unknown sign (``s - 3``) takes either way when it runs. In bounds, the text is TVM 0.27's."""
+    mod = _strided_slice_module(stride, inbound)
     if inbound:  # (TVM 0.27's inference of this call)
         assert "R.Tensor(((e + s - b - 1) // s, 6)" in mod.script()
     assert structural_equal(from_source(mod.script()), mod)  # (a size of either way prints back)
@@ -571,20 +576,7 @@ def test_a_reshape_to_sizes_known_when_it_runs_checks_the_element_count(shape: t
 
 def test_a_stride_of_zero_known_when_it_runs_is_refused() -> None:
     """numpy's ValueError ("slice step cannot be zero") had escaped the VM and the reference."""
-    mod = from_source('''# from tvm.script import ir as I
-# from tvm.script import relax as R
-# from tvm.script import tir as T
-
-@I.ir_module
-class Module:
-    @R.function
-    def main(A: R.Tensor((10, 6), dtype="float32"), B: R.Shape(["b", "e", "s"])):
-        b = T.int64()
-        e = T.int64()
-        s = T.int64()
-        y = R.strided_slice(A, (0,), (b,), (e,), (s,))
-        return y
-''')
+    mod = _strided_slice_module("s", False)
     vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
     a = np.arange(60, dtype="float32").reshape(10, 6)
     np.testing.assert_array_equal(vm["main"](a, (1, 9, 3)).numpy(), a[1:9:3])
