@@ -14,7 +14,7 @@ from ...ir import arith
 from ...ir import relax as rx
 from ...ir.expr import EQ, LE, Add, Cast, Div, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, PrimExpr, Sub
 from ...ir.dtype import DataType
-from ...ir.relax_infer import int_of, prove_equal
+from ...ir.relax_infer import int_of, product, prove_equal
 from ...ir.relax_ops_nn import layout_tokens
 from .. import te
 from ...ir.arith import CANONICAL, Analyzer, canonical, canonical_ge_zero, divisible
@@ -56,13 +56,6 @@ def _reshape_compute(x: te.Tensor, shape: tuple) -> te.Tensor:
     return _compute(shape, body, "T_reshape", "injective", "ax")
 
 
-def _product(dims: tuple) -> PrimExpr:
-    total: PrimExpr = IntImm(DataType("int64"), 1)
-    for d in dims:
-        total = arith.binary(Mul, total, d)
-    return total
-
-
 def _target_shape(call: rx.Call) -> tuple:
     arg = call.args[1]
     if isinstance(arg, rx.ShapeExpr):
@@ -76,7 +69,7 @@ def _reshape(bb: Any, call: rx.Call) -> Any:
     source = tuple(_out_dims(call.args[0]))
     if any(int_of(d) == 0 for d in shape + source):
         raise _NotLegalized  # TVM fills an empty tensor with zeros; not covered
-    if not prove_equal(_product(shape), _product(source)):
+    if not prove_equal(product(shape), product(source)):
         raise _NotLegalized  # (left to the run-time reshape, which checks the element counts: the
         # kernel would wrap its indices around a smaller input, or leave a larger output unwritten)
 
